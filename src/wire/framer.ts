@@ -1,0 +1,221 @@
+// Splits a byte stream into whole protocol messages without parsing their contents.
+import { StartupCode } from './codes.js';
+import { ProtocolError } from './protocol-error.js';
+
+/**
+ * One complete message as cut from the stream.
+ * Source: PostgreSQL 15 docs, 55.7 "Message Formats" (every message is Byte1 type, Int32 length
+ * counting itself, payload; the startup-phase messages have no type byte).
+ */
+export interface Frame {
+  /** Type byte; 0 for an untyped startup-phase message (StartupMessage, SSLRequest, …). */
+  readonly code: number;
+  /** The whole message, header included, forwardable as is. */
+  readonly bytes: Buffer;
+  /** The bytes after the header (after the Int32 length). A subarray of `bytes`. */
+  readonly payload: Buffer;
+}
+
+/** Options of a MessageFramer. */
+export interface MessageFramerOptions {
+  /** Largest accepted message, in bytes, header included. Larger ones throw ProtocolError 54000. */
+  readonly maxMessageBytes: number;
+  /** True on the client-facing side before the StartupMessage: the first message is untyped. */
+  readonly startup: boolean;
+  /**
+   * Largest accepted startup-phase message, in bytes, header included; default 10000, Postgres'
+   * MAX_STARTUP_PACKET_LENGTH. Larger ones throw ProtocolError 08P01 (as Postgres does).
+   */
+  readonly maxStartupBytes?: number;
+}
+
+/** Postgres' MAX_STARTUP_PACKET_LENGTH (src/include/libpq/pqcomm.h). */
+const MAX_STARTUP_PACKET_LENGTH = 10000;
+
+/**
+ * Incremental framer for one direction of a connection.
+ *
+ * `push(chunk)` returns every message completed by the bytes so far and keeps the remainder.
+ * Chunks are kept in a list; a frame lying within one chunk is a subarray of it (no copy), a frame
+ * spanning chunks is copied exactly once. The length word is checked as soon as the header has
+ * arrived, so an oversize message is refused before its body is buffered.
+ *
+ * Startup mode: the next message is untyped (Int32 length, then payload; length >= 8 and
+ * <= maxStartupBytes). After an untyped frame the framer switches to typed mode, EXCEPT after an
+ * SSLRequest or GSSENCRequest: the protocol says the client's next message is again an untyped
+ * startup packet, so the framer stays in startup mode, and `push` returns right after that frame
+ * without framing anything buffered behind it. Bytes that arrived after an SSLRequest before the
+ * server answered are an injection attempt (CVE-2021-23214): the caller must check `buffered === 0`
+ * before starting TLS and refuse otherwise.
+ *
+ * After a throw the framer is poisoned: further `push` calls rethrow the same error (the
+ * connection must be closed; frames complete before the bad one in the same chunk are dropped).
+ *
+ * Source: PostgreSQL 15 docs, 55.2.1 "Start-up", 55.2.11 "SSL Session Encryption", 55.7.
+ */
+export class MessageFramer {
+  private readonly maxMessageBytes: number;
+  private readonly maxStartupBytes: number;
+  private startup: boolean;
+  private chunks: Buffer[] = [];
+  /** Index in `chunks` of the first chunk still holding unread bytes. */
+  private head = 0;
+  /** Offset of the first unread byte within `chunks[head]`. */
+  private headOffset = 0;
+  private total = 0;
+  private failed: ProtocolError | undefined;
+
+  /**
+   * @param opts maximum sizes in bytes and whether the stream starts with an untyped message.
+   */
+  constructor(opts: MessageFramerOptions) {
+    this.maxMessageBytes = opts.maxMessageBytes;
+    this.maxStartupBytes = Math.min(opts.maxStartupBytes ?? MAX_STARTUP_PACKET_LENGTH, opts.maxMessageBytes);
+    this.startup = opts.startup;
+  }
+
+  /** Bytes received but not yet returned as part of a frame. */
+  get buffered(): number {
+    return this.total;
+  }
+
+  /** True while the next message is expected to be untyped. */
+  get inStartup(): boolean {
+    return this.startup;
+  }
+
+  /**
+   * Makes the next message untyped again, e.g. after answering SSLRequest with 'N' (the client
+   * then sends a new StartupMessage). Harmless when already in startup mode.
+   */
+  expectStartup(): void {
+    this.startup = true;
+  }
+
+  /**
+   * Appends `chunk` and returns every message now complete, in stream order.
+   * Throws ProtocolError 08P01 on a length word < 4 (typed) or < 8 (startup) or a startup packet
+   * over maxStartupBytes; ProtocolError 54000 on a typed message over maxMessageBytes (whole
+   * message, header included).
+   */
+  push(chunk: Buffer): Frame[] {
+    if (this.failed) throw this.failed;
+    if (chunk.length > 0) {
+      this.chunks.push(chunk);
+      this.total += chunk.length;
+    }
+    const frames: Frame[] = [];
+    try {
+      for (;;) {
+        const frame = this.next();
+        if (!frame) break;
+        frames.push(frame);
+        if (frame.code === 0) {
+          if (isNegotiationRequest(frame.payload)) break;
+          this.startup = false;
+        }
+      }
+    } catch (err) {
+      if (err instanceof ProtocolError) this.failed = err;
+      this.chunks = [];
+      this.head = 0;
+      this.headOffset = 0;
+      this.total = 0;
+      throw err;
+    }
+    return frames;
+  }
+
+  /** Cuts the next complete frame, or returns undefined when more bytes are needed. */
+  private next(): Frame | undefined {
+    const headerLen = this.startup ? 4 : 5;
+    if (this.total < headerLen) return undefined;
+    const code = this.startup ? 0 : this.peek(0);
+    const o = this.startup ? 0 : 1;
+    // The length word is signed on the wire; a value with the top bit set is negative.
+    const length =
+      (this.peek(o) << 24) | (this.peek(o + 1) << 16) | (this.peek(o + 2) << 8) | this.peek(o + 3) | 0;
+    if (this.startup) {
+      if (length < 8) throw new ProtocolError(`invalid length of startup packet: ${length}`);
+      if (length > this.maxStartupBytes) {
+        throw new ProtocolError(`invalid length of startup packet: ${length}`);
+      }
+    } else {
+      if (length < 4) {
+        throw new ProtocolError(`invalid message length ${length} for message type 0x${hex(code)}`);
+      }
+      if (length + 1 > this.maxMessageBytes) {
+        throw new ProtocolError(
+          `message of type 0x${hex(code)} is ${length + 1} bytes, over the limit of ${this.maxMessageBytes}`,
+          '54000',
+        );
+      }
+    }
+    const size = length + (this.startup ? 0 : 1);
+    if (this.total < size) return undefined;
+    const bytes = this.take(size);
+    return { code, bytes, payload: bytes.subarray(headerLen) };
+  }
+
+  /** The unread byte at offset `i` (i < total), walking at most a few chunks. */
+  private peek(i: number): number {
+    let idx = this.head;
+    let off = this.headOffset + i;
+    for (;;) {
+      const c = this.chunks[idx] as Buffer;
+      if (off < c.length) return c[off] as number;
+      off -= c.length;
+      idx++;
+    }
+  }
+
+  /** Removes and returns the next `size` bytes (size <= total); copies only when spanning chunks. */
+  private take(size: number): Buffer {
+    const first = this.chunks[this.head] as Buffer;
+    let out: Buffer;
+    if (first.length - this.headOffset >= size) {
+      out = first.subarray(this.headOffset, this.headOffset + size);
+      this.headOffset += size;
+    } else {
+      out = Buffer.allocUnsafe(size);
+      let filled = 0;
+      while (filled < size) {
+        const c = this.chunks[this.head] as Buffer;
+        const n = Math.min(c.length - this.headOffset, size - filled);
+        c.copy(out, filled, this.headOffset, this.headOffset + n);
+        filled += n;
+        this.headOffset += n;
+        if (this.headOffset === c.length) {
+          this.head++;
+          this.headOffset = 0;
+        }
+      }
+    }
+    const cur = this.chunks[this.head];
+    if (cur && this.headOffset === cur.length) {
+      this.head++;
+      this.headOffset = 0;
+    }
+    this.total -= size;
+    // Drop consumed chunk references in bulk so the list neither grows nor shifts per message.
+    if (this.head === this.chunks.length) {
+      this.chunks = [];
+      this.head = 0;
+    } else if (this.head > 64 && this.head * 2 > this.chunks.length) {
+      this.chunks = this.chunks.slice(this.head);
+      this.head = 0;
+    }
+    return out;
+  }
+}
+
+/** True when an untyped payload is an SSLRequest or GSSENCRequest (8-byte packet, fixed code). */
+function isNegotiationRequest(payload: Buffer): boolean {
+  if (payload.length !== 4) return false;
+  const code = payload.readInt32BE(0);
+  return code === StartupCode.SSLRequest || code === StartupCode.GSSENCRequest;
+}
+
+function hex(code: number): string {
+  return code.toString(16).padStart(2, '0');
+}
