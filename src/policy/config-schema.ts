@@ -1,0 +1,244 @@
+// The zod schema of pgwarden.yaml: listener, TLS, databases, users, groups, roles, permissions, API keys.
+import { z } from 'zod';
+
+/** Row and database actions (seed 004, "Actions"). */
+export const DATA_ACTIONS = ['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MANAGE', 'SEE'] as const;
+/**
+ * App-level actions (seed 004, "App-level actions cover workspace administration"), plus
+ * `audit_read` and `connect_as_viewer` (a workspace connection reading on behalf of a viewer, seed 001).
+ */
+export const APP_ACTIONS = [
+  'workspace_settings',
+  'workspace_users',
+  'workspace_roles',
+  'workspace_groups',
+  'workspace_api_keys',
+  'audit_read',
+  'connect_as_viewer',
+] as const;
+
+export type DataAction = (typeof DATA_ACTIONS)[number];
+export type AppAction = (typeof APP_ACTIONS)[number];
+
+/** Role names: 1–63 letters, digits, `_` and `-`; `postgres`, `public` and `pg_*` are reserved. */
+const roleName = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,63}$/, 'must be 1-63 letters, digits, "_" or "-"')
+  .refine((n) => n !== 'postgres' && n !== 'public' && !n.startsWith('pg_'), {
+    message: 'is reserved (postgres, public and names starting with pg_)',
+  });
+
+/** A principal name (user or group): what a client sends as `user` in its StartupMessage. */
+const principalName = z
+  .string()
+  .regex(/^[A-Za-z0-9_.@-]{1,63}$/, 'must be 1-63 letters, digits, "_", "-", "." or "@"');
+
+const SCRAM_VERIFIER = /^SCRAM-SHA-256\$\d+:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/;
+const scramVerifier = z
+  .string()
+  .regex(SCRAM_VERIFIER, 'must be a SCRAM-SHA-256 verifier made by `pgwarden passwd`');
+
+/** `host:port`; port 0 asks the kernel for one (tests). */
+const hostPort = z.string().regex(/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'must be host:port');
+
+/**
+ * One permission rule (seed 004, "Permission levels", "Allow and deny", "Scope").
+ * The scope narrows database ⊃ schema ⊃ table ⊃ column; `*` matches any name at that level.
+ * App-level actions take no scope. MANAGE is granted on a database only (seed 004: "a rule
+ * scoped below the connection never matches"), so a MANAGE rule with a schema, table or column
+ * is rejected when the config loads.
+ */
+export const permissionSchema = z
+  .object({
+    effect: z.enum(['allow', 'deny']),
+    actions: z.array(z.enum([...DATA_ACTIONS, ...APP_ACTIONS])).min(1),
+    database: z.string().min(1).optional(),
+    schema: z.string().min(1).optional(),
+    table: z.string().min(1).optional(),
+    column: z.string().min(1).optional(),
+  })
+  .strict()
+  .superRefine((p, ctx) => {
+    const dataActions = p.actions.filter((a) => (DATA_ACTIONS as readonly string[]).includes(a));
+    const appActions = p.actions.filter((a) => (APP_ACTIONS as readonly string[]).includes(a));
+    if (dataActions.length > 0 && appActions.length > 0) {
+      ctx.addIssue({ code: 'custom', path: ['actions'], message: 'mixes app-level and database actions' });
+    }
+    if (appActions.length > 0 && (p.database || p.schema || p.table || p.column)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['database'],
+        message: 'app-level actions take no database scope',
+      });
+    }
+    if (dataActions.length > 0 && !p.database) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['database'],
+        message: 'is required for database actions (use "*")',
+      });
+    }
+    if (p.column && !p.table)
+      ctx.addIssue({ code: 'custom', path: ['table'], message: 'is required with column' });
+    if (p.table && !p.schema)
+      ctx.addIssue({ code: 'custom', path: ['schema'], message: 'is required with table' });
+    if (p.actions.includes('MANAGE') && (p.schema || p.table || p.column)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['actions'],
+        message:
+          'MANAGE is granted on a database; a MANAGE rule scoped to a schema, table or column never matches',
+      });
+    }
+  });
+
+/** `u/<user>`, `g/<group>` or `*` (seed 000, "Tenant patterns"). */
+const tenantPattern = z
+  .string()
+  .regex(/^(\*|u\/[A-Za-z0-9_.@-]{1,63}|g\/[A-Za-z0-9_.@-]{1,63})$/, 'must be u/<user>, g/<group> or *');
+
+export const roleSchema = z
+  .object({
+    description: z.string().optional(),
+    tenants: z.array(tenantPattern).default([]),
+    permissions: z.array(permissionSchema).default([]),
+  })
+  .strict();
+
+/** A user: exactly one of a SCRAM verifier or (demo configs only) a plain password. */
+export const userSchema = z
+  .object({
+    scram: scramVerifier.optional(),
+    password: z.string().min(1).optional(),
+    disabled: z.boolean().default(false),
+  })
+  .strict()
+  .refine((u) => (u.scram === undefined) !== (u.password === undefined), {
+    message: 'needs exactly one of scram (a verifier from `pgwarden passwd`) or password (demo only)',
+  });
+
+export const groupSchema = z.object({ members: z.array(principalName).default([]) }).strict();
+
+/** An API key (issue 4): a principal holding exactly its own roles; the token stored as a SCRAM verifier. */
+export const apiKeySchema = z
+  .object({
+    id: z.string().regex(/^pgw_[A-Za-z0-9]{8,32}$/, 'must look like pgw_<8-32 letters or digits>'),
+    scram: scramVerifier,
+    /** The previous token's verifier, valid until `previous_expires_at` (rotation keeps it 24 h). */
+    previous_scram: scramVerifier.optional(),
+    previous_expires_at: z.string().datetime().optional(),
+    roles: z.array(roleName).min(1),
+    created_at: z.string().datetime().optional(),
+    expires_at: z.string().datetime().nullable().default(null),
+    revoked: z.boolean().default(false),
+  })
+  .strict();
+
+/** The upstream database a client-facing name maps to; credentials stay here (`${ENV}` allowed). */
+export const databaseSchema = z
+  .object({
+    url: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    listen: hostPort.default('127.0.0.1:6432'),
+    /** Who holds the credentials (seed 004, "Databases nobody has written a rule for"). */
+    mode: z.enum(['proxified', 'local']).default('proxified'),
+    /** A demo config may hold plain passwords; nothing else may. */
+    demo: z.boolean().default(false),
+    tls: z.object({ cert: z.string(), key: z.string() }).strict().optional(),
+    limits: z
+      .object({
+        max_client_connections: z.number().int().positive().default(1000),
+        max_message_bytes: z
+          .number()
+          .int()
+          .min(1 << 16)
+          .default(1 << 30),
+        auth_failure_delay_ms: z.number().int().min(0).default(500),
+        shutdown_grace_ms: z.number().int().min(0).default(10_000),
+        connect_timeout_ms: z.number().int().positive().default(10_000),
+      })
+      .strict()
+      .default({}),
+    catalog: z
+      .object({ ttl_seconds: z.number().int().positive().default(300) })
+      .strict()
+      .default({}),
+    audit: z.object({ file: z.string().optional() }).strict().default({}),
+    databases: z.record(
+      z.string().regex(/^[A-Za-z0-9_-]{1,63}$/, 'database names: letters, digits, _ and -'),
+      databaseSchema,
+    ),
+    users: z.record(principalName, userSchema).default({}),
+    groups: z.record(principalName, groupSchema).default({}),
+    workspace_admins: z.array(principalName).default([]),
+    default_role: roleName.nullable().default(null),
+    roles: z.record(roleName, roleSchema).default({}),
+    /** A keys file beside the config (`pgwarden keys …` edits it); relative to the config file. */
+    keys_file: z.string().optional(),
+    api_keys: z.array(apiKeySchema).default([]),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    const [host] = splitHostPort(c.listen);
+    if (c.mode === 'local' && !isLoopback(host)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['mode'],
+        message: 'local is allowed only when listen is on loopback',
+      });
+    }
+    for (const [name, user] of Object.entries(c.users)) {
+      if (user.password !== undefined && !c.demo) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['users', name, 'password'],
+          message: 'plain passwords are allowed only in a demo config; use scram from `pgwarden passwd`',
+        });
+      }
+    }
+    if (c.default_role !== null && !(c.default_role in c.roles) && c.default_role !== 'admin') {
+      ctx.addIssue({ code: 'custom', path: ['default_role'], message: `names no role "${c.default_role}"` });
+    }
+    c.api_keys.forEach((k, i) => {
+      k.roles.forEach((r, j) => {
+        if (!(r in c.roles))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['api_keys', i, 'roles', j],
+            message: `names no role "${r}"`,
+          });
+      });
+    });
+    for (const [g, group] of Object.entries(c.groups)) {
+      group.members.forEach((m, j) => {
+        if (!(m in c.users))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['groups', g, 'members', j],
+            message: `names no user "${m}"`,
+          });
+      });
+    }
+  });
+
+/** The validated configuration, with defaults filled in. */
+export type Config = z.infer<typeof configSchema>;
+export type Permission = z.infer<typeof permissionSchema>;
+export type Role = z.infer<typeof roleSchema>;
+export type ApiKey = z.infer<typeof apiKeySchema>;
+
+/** Splits `host:port` (IPv6 in brackets) into its parts; the port as a number. */
+export function splitHostPort(s: string): [string, number] {
+  const i = s.lastIndexOf(':');
+  const host = s.slice(0, i).replace(/^\[(.*)\]$/, '$1');
+  return [host, Number(s.slice(i + 1))];
+}
+
+/** True for 127.0.0.0/8, ::1 and `localhost`. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}

@@ -1,0 +1,115 @@
+// The listener: accepts clients, enforces the connection limit, reloads the config, shuts down gracefully.
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import tls from 'node:tls';
+import type { Logger } from 'pino';
+import type { LoadedConfig } from '../policy/config-load.js';
+import { splitHostPort } from '../policy/config-schema.js';
+import { errorResponse } from '../wire/backend.js';
+import { CancelRegistry } from './cancel-registry.js';
+import { ClientSession } from './session.js';
+import { VerifierCache } from './verifier-cache.js';
+
+/** A running proxy: its bound address, and how to reload or stop it. */
+export interface ProxyServer {
+  /** The bound address (the real port when the config says port 0). */
+  readonly address: { host: string; port: number };
+  /** Number of open client sessions. */
+  readonly sessionCount: () => number;
+  /** Replaces the config for new sessions (SIGHUP); running sessions keep theirs. */
+  reload(next: LoadedConfig): void;
+  /**
+   * Stops accepting, lets running statements finish for `graceMs` (default: the config's
+   * limits.shutdown_grace_ms), then closes every session (FATAL 57P01 to idle ones).
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+function loadTls(loaded: LoadedConfig): tls.SecureContext | undefined {
+  const t = loaded.config.tls;
+  if (!t) return undefined;
+  const dir = path.dirname(loaded.file);
+  return tls.createSecureContext({
+    cert: fs.readFileSync(path.resolve(dir, t.cert)),
+    key: fs.readFileSync(path.resolve(dir, t.key)),
+    minVersion: 'TLSv1.2',
+  });
+}
+
+/**
+ * Starts listening on the config's `listen` address. Resolves once bound; rejects when the
+ * address cannot be bound (EADDRINUSE, EACCES) or the TLS files cannot be read.
+ * Over `limits.max_client_connections`, a new client gets FATAL 53300 too_many_connections.
+ */
+export async function startProxy(initial: LoadedConfig, logger: Logger): Promise<ProxyServer> {
+  let current = initial;
+  let secure = loadTls(initial);
+  const sessions = new Set<ClientSession>();
+  const cancels = new CancelRegistry();
+  const verifiers = new VerifierCache();
+  let nextId = 1;
+  let closing = false;
+
+  const server = net.createServer({ noDelay: true }, (socket) => {
+    const id = nextId++;
+    if (closing || sessions.size >= current.config.limits.max_client_connections) {
+      socket.on('error', () => {});
+      socket.end(
+        errorResponse({
+          severity: 'FATAL',
+          code: closing ? '57P03' : '53300',
+          message: closing ? 'the proxy is shutting down' : 'sorry, too many clients already',
+        }),
+      );
+      logger.warn(
+        { conn: id, event: 'refused', reason: closing ? 'shutdown' : 'max_client_connections' },
+        'connection refused',
+      );
+      return;
+    }
+    const session = new ClientSession(socket, id, {
+      config: () => current,
+      logger,
+      cancels,
+      verifiers,
+      tls: secure,
+      onClose: (s) => sessions.delete(s),
+    });
+    sessions.add(session);
+    void session.run();
+  });
+  server.maxConnections = 100_000;
+
+  const [host, port] = splitHostPort(initial.config.listen);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', (e) => logger.error({ err: e.message }, 'listener error'));
+  const addr = server.address() as net.AddressInfo;
+  logger.info({ event: 'listening', host: addr.address, port: addr.port }, 'pgwarden listening');
+
+  return {
+    address: { host: addr.address, port: addr.port },
+    sessionCount: () => sessions.size,
+    reload(next) {
+      secure = loadTls(next);
+      current = next;
+      logger.info({ event: 'reload', file: next.file }, 'configuration reloaded');
+    },
+    async close(graceMs = current.config.limits.shutdown_grace_ms) {
+      closing = true;
+      const stopped = new Promise<void>((r) => server.close(() => r()));
+      for (const s of sessions) s.shutdown();
+      const deadline = Date.now() + graceMs;
+      while (sessions.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      for (const s of sessions) s.terminate();
+      await stopped;
+      logger.info({ event: 'stopped' }, 'pgwarden stopped');
+    },
+  };
+}

@@ -1,0 +1,359 @@
+// One client connection: start-up, SCRAM authentication, the upstream session, then the relay.
+import type net from 'node:net';
+import tls from 'node:tls';
+import type { Logger } from 'pino';
+import type { LoadedConfig } from '../policy/config-load.js';
+import { findPrincipal, type Principal } from '../policy/principals.js';
+import {
+  authenticationOk,
+  authenticationSASL,
+  authenticationSASLContinue,
+  authenticationSASLFinal,
+  backendKeyData,
+  type ErrorFields,
+  errorResponse,
+  negotiateProtocolVersion,
+  readyForQuery,
+  sslRefused,
+} from '../wire/backend.js';
+import { BackendCode, FrontendCode } from '../wire/codes.js';
+import { type Frame, MessageFramer } from '../wire/framer.js';
+import { decodeSASLInitialResponse, decodeSASLResponse, decodeStartupPacket } from '../wire/frontend.js';
+import { ProtocolError } from '../wire/protocol-error.js';
+import type { CancelRegistry } from './cancel-registry.js';
+import { FrameQueue } from './frame-queue.js';
+import { SCRAM_SHA_256, ScramServerExchange } from './scram.js';
+import { filterStartupParams, StartupParamError } from './startup-params.js';
+import {
+  connectUpstream,
+  parseUpstreamUrl,
+  sendUpstreamCancel,
+  UpstreamError,
+  type UpstreamSession,
+} from './upstream.js';
+import type { VerifierCache } from './verifier-cache.js';
+
+/** PostgreSQL's authentication_timeout default: a client has 60 s to finish logging in. */
+const AUTH_TIMEOUT_MS = 60_000;
+/** Pre-authentication messages are small (PostgreSQL's PG_MAX_AUTH_TOKEN_LENGTH is 65535 bytes). */
+const AUTH_MAX_MESSAGE_BYTES = 65_536;
+
+/** What every session shares with the server that accepted it. */
+export interface SessionContext {
+  /** The config in force now (a SIGHUP reload swaps it; a session keeps the one it logged in under). */
+  readonly config: () => LoadedConfig;
+  readonly logger: Logger;
+  readonly cancels: CancelRegistry;
+  readonly verifiers: VerifierCache;
+  readonly tls: tls.SecureContext | undefined;
+  /** Called once when the session has ended (both sockets closed). */
+  readonly onClose: (session: ClientSession) => void;
+}
+
+/** A FATAL or ERROR to send the client: an ErrorResponse with its SQLSTATE. */
+export class ClientError extends Error {
+  readonly fields: ErrorFields;
+  constructor(fields: ErrorFields) {
+    super(fields.message);
+    this.fields = fields;
+  }
+}
+
+function fatal(code: string, message: string): ClientError {
+  return new ClientError({ severity: 'FATAL', code, message });
+}
+
+/**
+ * The state machine of one client connection (DESIGN.md "Data flow"): start-up (SSLRequest,
+ * GSSENCRequest, CancelRequest, StartupMessage), SCRAM-SHA-256, one upstream session logged
+ * in with the config's credentials, then the relay of every message both ways.
+ */
+export class ClientSession {
+  readonly id: number;
+  private client: net.Socket;
+  private upstream: UpstreamSession | undefined;
+  private readonly log: Logger;
+  private closed = false;
+  /** Query and Sync messages sent upstream whose ReadyForQuery has not come back yet. */
+  private inFlight = 0;
+  private draining = false;
+  private cancelKey: number | undefined;
+  private principal: Principal | undefined;
+
+  constructor(
+    socket: net.Socket,
+    id: number,
+    private readonly ctx: SessionContext,
+  ) {
+    this.id = id;
+    this.client = socket;
+    this.log = ctx.logger.child({ conn: id });
+    socket.setNoDelay(true);
+    socket.on('error', (e) => this.log.debug({ err: e.message }, 'client socket error'));
+    socket.on('close', () => this.close('client closed'));
+  }
+
+  /** Runs the session to its end; never rejects (every failure is sent to the client and logged). */
+  async run(): Promise<void> {
+    this.log.info(
+      { event: 'connect', remote: `${this.client.remoteAddress}:${this.client.remotePort}` },
+      'connection',
+    );
+    try {
+      await this.startup();
+    } catch (e) {
+      this.failStartup(e);
+    }
+  }
+
+  /** True while a statement is running upstream. */
+  get busy(): boolean {
+    return this.inFlight > 0;
+  }
+
+  /**
+   * Graceful shutdown: an idle session is closed now with FATAL 57P01 admin_shutdown; a busy one
+   * after its running statements answer ReadyForQuery.
+   */
+  shutdown(): void {
+    this.draining = true;
+    if (!this.busy) this.terminate(fatal('57P01', 'terminating connection due to administrator command'));
+  }
+
+  /** Sends `err` (when given) and closes both sides. */
+  terminate(err?: ClientError): void {
+    if (this.closed) return;
+    if (err && this.client.writable) this.client.write(errorResponse(err.fields));
+    this.client.end();
+    this.close('terminated');
+  }
+
+  private async startup(): Promise<void> {
+    const config = this.ctx.config().config;
+    let queue = new FrameQueue(
+      this.client,
+      new MessageFramer({ maxMessageBytes: AUTH_MAX_MESSAGE_BYTES, startup: true }),
+    );
+    let startupParams: Map<string, string> | undefined;
+    // Start-up packets: SSLRequest/GSSENCRequest may come first, then the StartupMessage.
+    while (!startupParams) {
+      const frame = await queue.next(AUTH_TIMEOUT_MS);
+      const packet = decodeStartupPacket(frame.payload);
+      if (packet.kind === 'cancel') {
+        await this.ctx.cancels.find(packet.processId, packet.secretKey)?.cancel();
+        this.log.info({ event: 'cancel-request' }, 'cancel request');
+        this.client.end();
+        return;
+      }
+      if (packet.kind === 'ssl' || packet.kind === 'gssenc') {
+        // Bytes behind an SSLRequest before our answer would be read as TLS-protected (CVE-2021-23214).
+        if (queue.queued > 0 || queue.currentFramer.buffered > 0) {
+          throw new ProtocolError('received unencrypted data after SSL request');
+        }
+        if (packet.kind === 'ssl' && this.ctx.tls && !(this.client instanceof tls.TLSSocket)) {
+          queue.detach();
+          this.client.write('S');
+          const secure = new tls.TLSSocket(this.client, { isServer: true, secureContext: this.ctx.tls });
+          secure.on('error', (e) => this.log.debug({ err: e.message }, 'tls error'));
+          secure.on('close', () => this.close('client closed'));
+          this.client = secure;
+          queue = new FrameQueue(
+            secure,
+            new MessageFramer({ maxMessageBytes: AUTH_MAX_MESSAGE_BYTES, startup: true }),
+          );
+        } else {
+          this.client.write(sslRefused());
+        }
+        continue;
+      }
+      if (packet.major !== 3)
+        throw fatal('0A000', `unsupported frontend protocol ${packet.major}.${packet.minor}`);
+      const unsupported = [...packet.params.keys()].filter((k) => k.startsWith('_pq_.'));
+      if (packet.minor > 0 || unsupported.length > 0)
+        this.client.write(negotiateProtocolVersion(0, unsupported));
+      startupParams = new Map([...packet.params].filter(([k]) => !k.startsWith('_pq_.')));
+    }
+
+    const filtered = filterStartupParams(startupParams);
+    const now = Date.now();
+    const principal = findPrincipal(config, filtered.user, now);
+    await this.authenticate(queue, filtered.user, principal);
+    if (queue.queued > 0 || queue.currentFramer.buffered > 0) {
+      throw new ProtocolError('unexpected message before authentication completed');
+    }
+    queue.detach();
+    this.principal = principal ?? undefined;
+
+    const db = Object.hasOwn(config.databases, filtered.database)
+      ? config.databases[filtered.database]
+      : undefined;
+    if (!db) throw fatal('3D000', `database "${filtered.database}" does not exist`);
+    const target = parseUpstreamUrl(db.url);
+    let upstream: UpstreamSession;
+    try {
+      upstream = await connectUpstream(target, filtered.upstream, config.limits.connect_timeout_ms);
+    } catch (e) {
+      if (e instanceof UpstreamError) throw new ClientError({ ...e.fields, severity: 'FATAL' });
+      throw e;
+    }
+    if (this.closed) {
+      upstream.socket.destroy();
+      return;
+    }
+    this.upstream = upstream;
+    const key = this.ctx.cancels.issue({
+      processId: upstream.processId,
+      secretKey: upstream.secretKey,
+      cancel: () => sendUpstreamCancel(target, upstream.processId, upstream.secretKey),
+    });
+    this.cancelKey = key.processId;
+    this.client.cork();
+    for (const m of upstream.parameterMessages) this.client.write(m);
+    this.client.write(backendKeyData(key.processId, key.secretKey));
+    this.client.write(readyForQuery('I'));
+    this.client.uncork();
+    this.log.info(
+      {
+        event: 'ready',
+        user: filtered.user,
+        database: filtered.database,
+        server_version: upstream.serverVersionNum,
+      },
+      'session ready',
+    );
+    this.startRelay(config.limits.max_message_bytes);
+  }
+
+  /** SCRAM-SHA-256 (RFC 5802/7677); a wrong password and an unknown user get the same 28P01. */
+  private async authenticate(queue: FrameQueue, user: string, principal: Principal | null): Promise<void> {
+    const verifier = principal ? this.ctx.verifiers.forPrincipal(principal) : null;
+    const exchange = new ScramServerExchange(verifier, { user });
+    this.client.write(authenticationSASL([SCRAM_SHA_256]));
+    const first = await queue.next(AUTH_TIMEOUT_MS);
+    if (first.code !== FrontendCode.Password) throw new ProtocolError('expected SASL response');
+    const initial = decodeSASLInitialResponse(first.payload);
+    if (initial.mechanism !== SCRAM_SHA_256) {
+      throw fatal('28000', 'client selected an invalid SASL authentication mechanism');
+    }
+    this.client.write(authenticationSASLContinue(exchange.clientFirst(initial.data)));
+    const second = await queue.next(AUTH_TIMEOUT_MS);
+    if (second.code !== FrontendCode.Password) throw new ProtocolError('expected SASL response');
+    const result = exchange.clientFinal(decodeSASLResponse(second.payload));
+    if (!result.ok) {
+      this.log.warn({ event: 'auth-failed', user }, 'authentication failed');
+      // A delay after each failed login slows down guessing (PostgreSQL's auth_delay).
+      await new Promise((r) => setTimeout(r, this.ctx.config().config.limits.auth_failure_delay_ms));
+      throw fatal('28P01', `password authentication failed for user "${user}"`);
+    }
+    this.client.write(authenticationSASLFinal(result.serverFinal));
+    this.client.write(authenticationOk());
+    this.log.info({ event: 'auth-ok', user, kind: principal?.kind }, 'authenticated');
+  }
+
+  private failStartup(e: unknown): void {
+    let fields: ErrorFields;
+    if (e instanceof ClientError) fields = e.fields;
+    else if (e instanceof StartupParamError || e instanceof ProtocolError) {
+      fields = { severity: 'FATAL', code: e.sqlstate, message: e.message };
+    } else if (e instanceof Error && (e as { sqlstate?: string }).sqlstate) {
+      fields = {
+        severity: 'FATAL',
+        code: (e as { sqlstate?: string }).sqlstate as string,
+        message: e.message,
+      };
+    } else {
+      const message = e instanceof Error ? e.message : String(e);
+      if (this.closed || /closed the connection/.test(message)) {
+        this.close('client left during startup');
+        return;
+      }
+      fields = { severity: 'FATAL', code: '08P01', message };
+    }
+    this.log.info({ event: 'startup-failed', code: fields.code, msg: fields.message }, 'startup refused');
+    this.terminate(new ClientError(fields));
+  }
+
+  /** Relays messages both ways; original bytes are forwarded, with backpressure in both directions. */
+  private startRelay(maxMessageBytes: number): void {
+    const up = this.upstream as UpstreamSession;
+    const client = this.client;
+    const upSocket = up.socket;
+    const clientFramer = new MessageFramer({ maxMessageBytes, startup: false });
+
+    client.on('data', (chunk: Buffer) => {
+      let frames: Frame[];
+      try {
+        frames = clientFramer.push(chunk);
+      } catch (e) {
+        const err = e as ProtocolError;
+        this.log.warn({ event: 'protocol-violation', msg: err.message }, 'malformed message from client');
+        this.terminate(fatal(err.sqlstate ?? '08P01', err.message));
+        return;
+      }
+      upSocket.cork();
+      for (const f of frames) {
+        if (f.code === FrontendCode.Terminate) {
+          upSocket.uncork();
+          upSocket.end(f.bytes);
+          this.terminate();
+          return;
+        }
+        if (f.code === FrontendCode.Query || f.code === FrontendCode.Sync) this.inFlight++;
+        upSocket.write(f.bytes);
+      }
+      upSocket.uncork();
+      if (upSocket.writableNeedDrain) {
+        client.pause();
+        upSocket.once('drain', () => client.resume());
+      }
+    });
+
+    const onUpstreamFrames = (frames: readonly Frame[]) => {
+      for (const f of frames) {
+        if (f.code === BackendCode.ReadyForQuery && this.inFlight > 0) this.inFlight--;
+      }
+    };
+    onUpstreamFrames(up.pending);
+    for (const f of up.pending) client.write(f.bytes);
+    upSocket.on('data', (chunk: Buffer) => {
+      let frames: Frame[];
+      try {
+        frames = up.framer.push(chunk);
+      } catch (e) {
+        this.log.error(
+          { event: 'upstream-protocol', msg: (e as Error).message },
+          'malformed message from upstream',
+        );
+        this.terminate(fatal('08P01', 'lost synchronization with the upstream server'));
+        return;
+      }
+      onUpstreamFrames(frames);
+      // Nothing is rewritten yet: the chunk goes out as it came, partial message included.
+      client.write(chunk);
+      if (client.writableNeedDrain) {
+        upSocket.pause();
+        client.once('drain', () => upSocket.resume());
+      }
+      if (this.draining && !this.busy) this.shutdown();
+    });
+    upSocket.on('error', (e) => this.log.warn({ err: e.message }, 'upstream socket error'));
+    upSocket.on('close', () => {
+      if (!this.closed) {
+        this.log.info({ event: 'upstream-closed' }, 'upstream closed');
+        client.end();
+        this.close('upstream closed');
+      }
+    });
+    upSocket.resume();
+  }
+
+  private close(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.cancelKey !== undefined) this.ctx.cancels.release(this.cancelKey);
+    this.upstream?.socket.destroySoon();
+    if (!this.client.destroyed) this.client.destroySoon();
+    this.log.info({ event: 'close', reason, user: this.principal?.name }, 'connection closed');
+    this.ctx.onClose(this);
+  }
+}

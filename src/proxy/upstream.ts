@@ -1,0 +1,248 @@
+// Opens one authenticated upstream session (startup, SCRAM/md5/cleartext/trust) with the server-held credentials.
+import crypto from 'node:crypto';
+import net from 'node:net';
+import { serialize } from 'pg-protocol';
+import {
+  decodeAuthentication,
+  decodeBackendKeyData,
+  decodeErrorResponse,
+  decodeParameterStatus,
+  type ErrorFields,
+} from '../wire/backend.js';
+import { BackendCode } from '../wire/codes.js';
+import { type Frame, MessageFramer } from '../wire/framer.js';
+import { ScramClientExchange } from './scram.js';
+
+/** Where and as whom to log in upstream, parsed from a `postgres://` URL of the config. */
+export interface UpstreamTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  readonly password: string | undefined;
+  readonly database: string;
+}
+
+/** Parses `postgres://user:password@host:port/database` (percent-decoded parts; port 5432 by default). */
+export function parseUpstreamUrl(url: string): UpstreamTarget {
+  const u = new URL(url);
+  return {
+    host: u.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1',
+    port: u.port ? Number(u.port) : 5432,
+    user: decodeURIComponent(u.username),
+    password: u.password ? decodeURIComponent(u.password) : undefined,
+    database: decodeURIComponent(u.pathname.replace(/^\//, '')) || decodeURIComponent(u.username),
+  };
+}
+
+/**
+ * An upstream session right after its first ReadyForQuery: the socket (paused, no listeners
+ * of ours left on it), the ParameterStatus values and BackendKeyData it sent, and any bytes
+ * that arrived after ReadyForQuery (normally none).
+ */
+export interface UpstreamSession {
+  readonly socket: net.Socket;
+  readonly parameters: ReadonlyMap<string, string>;
+  /** The raw ParameterStatus messages, in order, to relay to the client as they are. */
+  readonly parameterMessages: readonly Buffer[];
+  readonly processId: number;
+  readonly secretKey: number;
+  readonly serverVersionNum: number;
+  /** The framer of the upstream direction, in typed mode, holding any partial message. */
+  readonly framer: MessageFramer;
+  /** Whole messages that arrived after the first ReadyForQuery (normally none). */
+  readonly pending: readonly Frame[];
+}
+
+/** An upstream that refused the login or the startup: its ErrorResponse fields (or a synthesized 08006). */
+export class UpstreamError extends Error {
+  readonly fields: ErrorFields;
+  constructor(fields: ErrorFields) {
+    super(`${fields.code}: ${fields.message}`);
+    this.name = 'UpstreamError';
+    this.fields = fields;
+  }
+}
+
+function connectionFailure(message: string): UpstreamError {
+  return new UpstreamError({ severity: 'FATAL', code: '08006', message });
+}
+
+function md5Password(user: string, password: string, salt: Buffer): string {
+  const inner = crypto
+    .createHash('md5')
+    .update(password + user)
+    .digest('hex');
+  return `md5${crypto
+    .createHash('md5')
+    .update(Buffer.concat([Buffer.from(inner), salt]))
+    .digest('hex')}`;
+}
+
+/**
+ * Connects to `target`, sends a StartupMessage with `params` (user and database from the
+ * target override any given), answers the server's authentication request with the
+ * configured password, and resolves at the first ReadyForQuery.
+ * Rejects with {@link UpstreamError}: the server's own ErrorResponse (e.g. 28P01, 3D000,
+ * 53300), or 08006 connection_failure for a socket error, a timeout (`timeoutMs`), or an
+ * authentication method it cannot answer (GSS, SSPI, a password the URL does not hold).
+ * Source: PostgreSQL protocol 55.2.1 "Start-up" and 55.3 "SASL Authentication".
+ */
+export function connectUpstream(
+  target: UpstreamTarget,
+  params: ReadonlyMap<string, string>,
+  timeoutMs: number,
+): Promise<UpstreamSession> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: target.host, port: target.port });
+    socket.setNoDelay(true);
+    const framer = new MessageFramer({ maxMessageBytes: 1 << 24, startup: false });
+    const parameters = new Map<string, string>();
+    const parameterMessages: Buffer[] = [];
+    let key = { processId: 0, secretKey: 0 };
+    let scram: ScramClientExchange | undefined;
+    let settled = false;
+
+    const fail = (err: UpstreamError) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.removeAllListeners();
+      socket.on('error', () => {});
+      socket.destroy();
+      reject(err);
+    };
+    const timer = setTimeout(
+      () => fail(connectionFailure('timeout while connecting to the upstream server')),
+      timeoutMs,
+    );
+
+    const needPassword = (): string => {
+      if (target.password === undefined)
+        throw connectionFailure('the upstream server asked for a password the config does not hold');
+      return target.password;
+    };
+
+    const onFrame = (frame: Frame): boolean => {
+      switch (frame.code) {
+        case BackendCode.Authentication: {
+          const auth = decodeAuthentication(frame.payload);
+          if (auth.type === 'ok') return false;
+          if (auth.type === 'cleartext') socket.write(serialize.password(needPassword()));
+          else if (auth.type === 'md5')
+            socket.write(serialize.password(md5Password(target.user, needPassword(), auth.salt)));
+          else if (auth.type === 'sasl') {
+            if (!auth.mechanisms.includes('SCRAM-SHA-256'))
+              throw connectionFailure('the upstream server offers no SCRAM-SHA-256');
+            scram = new ScramClientExchange(needPassword());
+            socket.write(
+              serialize.sendSASLInitialResponseMessage('SCRAM-SHA-256', scram.clientFirst().toString('utf8')),
+            );
+          } else if (auth.type === 'sasl-continue') {
+            if (!scram) throw connectionFailure('unexpected SASLContinue from the upstream server');
+            socket.write(
+              serialize.sendSCRAMClientFinalMessage(scram.clientFinal(auth.data).toString('utf8')),
+            );
+          } else if (auth.type === 'sasl-final') {
+            if (!scram) throw connectionFailure('unexpected SASLFinal from the upstream server');
+            scram.verifyServerFinal(auth.data);
+          } else throw connectionFailure(`unsupported upstream authentication request ${auth.code}`);
+          return false;
+        }
+        case BackendCode.ParameterStatus: {
+          const p = decodeParameterStatus(frame.payload);
+          parameters.set(p.name, p.value);
+          parameterMessages.push(Buffer.from(frame.bytes));
+          return false;
+        }
+        case BackendCode.BackendKeyData:
+          key = decodeBackendKeyData(frame.payload);
+          return false;
+        case BackendCode.ErrorResponse:
+          throw new UpstreamError(decodeErrorResponse(frame.payload));
+        case BackendCode.NoticeResponse:
+        case BackendCode.NegotiateProtocolVersion:
+          return false;
+        case BackendCode.ReadyForQuery:
+          return true;
+        default:
+          throw connectionFailure(
+            `unexpected message ${String.fromCharCode(frame.code)} during upstream startup`,
+          );
+      }
+    };
+
+    socket.on('data', (chunk: Buffer) => {
+      if (settled) return;
+      try {
+        const frames = framer.push(chunk);
+        for (let i = 0; i < frames.length; i++) {
+          if (!onFrame(frames[i] as Frame)) continue;
+          // ReadyForQuery: hand the socket over. Anything after it stays for the session.
+          settled = true;
+          clearTimeout(timer);
+          socket.removeAllListeners('data');
+          socket.removeAllListeners('error');
+          socket.removeAllListeners('close');
+          socket.pause();
+          resolve({
+            socket,
+            parameters,
+            parameterMessages,
+            processId: key.processId,
+            secretKey: key.secretKey,
+            serverVersionNum: Number(
+              parameters.get('server_version_num') ?? versionNum(parameters.get('server_version')),
+            ),
+            framer,
+            pending: frames.slice(i + 1),
+          });
+          return;
+        }
+      } catch (e) {
+        fail(
+          e instanceof UpstreamError
+            ? e
+            : connectionFailure(`upstream startup failed: ${(e as Error).message}`),
+        );
+      }
+    });
+    socket.on('error', (e) =>
+      fail(connectionFailure(`could not connect to the upstream server: ${e.message}`)),
+    );
+    socket.on('close', () =>
+      fail(connectionFailure('the upstream server closed the connection during startup')),
+    );
+    socket.on('connect', () => {
+      const options: Record<string, string> = Object.fromEntries(params);
+      options.user = target.user;
+      options.database = target.database;
+      socket.write(serialize.startup(options));
+    });
+  });
+}
+
+/** `15.18 (Debian …)` → 150018; PostgreSQL 10+ numbering (major * 10000 + minor). */
+function versionNum(v: string | undefined): number {
+  const m = /^(\d+)(?:\.(\d+))?/.exec(v ?? '');
+  if (!m) return 0;
+  return Number(m[1]) * 10000 + Number(m[2] ?? 0);
+}
+
+/**
+ * Sends a CancelRequest for an upstream backend key and closes the connection; the server
+ * answers nothing (protocol 55.2.7 "Canceling Requests in Progress"). Never rejects.
+ */
+export function sendUpstreamCancel(
+  target: UpstreamTarget,
+  processId: number,
+  secretKey: number,
+): Promise<void> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: target.host, port: target.port }, () => {
+      socket.end(serialize.cancel(processId, secretKey));
+    });
+    socket.on('error', () => resolve());
+    socket.on('close', () => resolve());
+    socket.setTimeout(5000, () => socket.destroy());
+  });
+}

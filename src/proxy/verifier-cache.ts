@@ -1,0 +1,31 @@
+// Parsed SCRAM verifiers per principal, derived once from the config (demo plain passwords included).
+import crypto from 'node:crypto';
+import type { Principal } from '../policy/principals.js';
+import { createScramVerifier, parseScramVerifier, type ScramVerifier } from './scram.js';
+
+/**
+ * Parses stored verifiers once, and turns a demo user's plain password into a verifier once
+ * (PBKDF2 at 4096 iterations costs milliseconds: not on every login). The salt of a derived
+ * verifier is HMAC(user, secret) so it stays the same for a user across logins of one process.
+ */
+export class VerifierCache {
+  private readonly cache = new Map<string, ScramVerifier | null>();
+  private readonly secret = crypto.randomBytes(32);
+
+  /** The verifier the principal logs in with now, or null when it has none usable (a doomed exchange). */
+  forPrincipal(p: Principal): ScramVerifier | null {
+    const stored = p.verifiers[0];
+    const key =
+      stored !== undefined ? `v\0${stored}` : `p\0${p.name}\0${p.kind === 'user' ? (p.password ?? '') : ''}`;
+    const hit = this.cache.get(key);
+    if (hit !== undefined) return hit;
+    let v: ScramVerifier | null = null;
+    if (stored !== undefined) v = parseScramVerifier(stored);
+    else if (p.kind === 'user' && p.password !== undefined) {
+      const salt = crypto.createHmac('sha256', this.secret).update(p.name).digest().subarray(0, 16);
+      v = parseScramVerifier(createScramVerifier(p.password, { salt }));
+    }
+    this.cache.set(key, v);
+    return v;
+  }
+}

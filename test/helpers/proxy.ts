@@ -1,0 +1,65 @@
+// Starts an in-process pgwarden in front of the test PostgreSQL, with the demo config or a variant of it.
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import pino from 'pino';
+import { inject } from 'vitest';
+import YAML from 'yaml';
+import { DEMO_APP_PASSWORD, DEMO_DIR } from '../../src/embedded/demo.js';
+import { type LoadedConfig, parseConfig } from '../../src/policy/config-load.js';
+import { type ProxyServer, startProxy } from '../../src/proxy/server.js';
+
+/** The demo config as a plain object, pointed at the test PostgreSQL, listening on a free port. */
+export function demoConfigObject(): Record<string, unknown> {
+  const raw = YAML.parse(fs.readFileSync(path.join(DEMO_DIR, 'pgwarden.yaml'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
+  raw.listen = '127.0.0.1:0';
+  raw.limits = { auth_failure_delay_ms: 10, shutdown_grace_ms: 2000 };
+  return raw;
+}
+
+/** Environment the demo config's `${…}` references need in tests. */
+export function testEnv(): NodeJS.ProcessEnv {
+  const { port } = inject('pg');
+  return {
+    ...process.env,
+    PGWARDEN_UPSTREAM_PORT: String(port),
+    PGWARDEN_UPSTREAM_PASSWORD: DEMO_APP_PASSWORD,
+  };
+}
+
+/** Validates a config object as the CLI would (YAML text round trip, env substitution). */
+export function loadTestConfig(obj: Record<string, unknown>): LoadedConfig {
+  return parseConfig(YAML.stringify(obj), path.join(DEMO_DIR, 'pgwarden.yaml'), testEnv());
+}
+
+/** A started proxy and helpers to reach it. */
+export interface TestProxy {
+  readonly server: ProxyServer;
+  readonly port: number;
+  url(user: string, password?: string, database?: string): string;
+  client(user: string, password?: string, database?: string): Promise<pg.Client>;
+  close(): Promise<void>;
+}
+
+/** Starts a proxy with `obj` (default: the demo config). Logs go nowhere unless PGWARDEN_TEST_LOG is set. */
+export async function startTestProxy(obj: Record<string, unknown> = demoConfigObject()): Promise<TestProxy> {
+  const logger = pino({ level: process.env.PGWARDEN_TEST_LOG ?? 'silent' });
+  const server = await startProxy(loadTestConfig(obj), logger);
+  const port = server.address.port;
+  const url = (user: string, password = user, database = 'demo') =>
+    `postgres://${encodeURIComponent(user)}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
+  return {
+    server,
+    port,
+    url,
+    async client(user, password = user, database = 'demo') {
+      const c = new pg.Client({ connectionString: url(user, password, database) });
+      await c.connect();
+      return c;
+    },
+    close: () => server.close(500),
+  };
+}
