@@ -4,7 +4,10 @@ import { BufferWriter } from './buffer-writer.js';
 import { BackendCode } from './codes.js';
 import { ProtocolError } from './protocol-error.js';
 
-/** Severities an ErrorResponse/NoticeResponse carries in its non-localized 'V' field. */
+/**
+ * Severities an ErrorResponse/NoticeResponse carries in its non-localized 'V' field.
+ * Source: PostgreSQL 15 docs, 55.8 "Error and Notice Message Fields" (field V).
+ */
 export type Severity = 'ERROR' | 'FATAL' | 'PANIC' | 'WARNING' | 'NOTICE' | 'DEBUG' | 'INFO' | 'LOG';
 
 const SEVERITIES: ReadonlySet<string> = new Set<Severity>([
@@ -49,7 +52,10 @@ export interface ErrorFields {
   unknownFields?: Map<string, string>;
 }
 
-/** One column of a RowDescription. OIDs unsigned; typeSize -1 varlena, -2 cstring. */
+/**
+ * One column of a RowDescription. OIDs unsigned; typeSize in bytes, -1 varlena, -2 cstring.
+ * Source: PostgreSQL 15 docs, 55.7 "RowDescription".
+ */
 export interface FieldDescription {
   /** Column name (alias) as the query labels it. */
   name: string;
@@ -66,10 +72,16 @@ export interface FieldDescription {
   format: number;
 }
 
-/** Transaction status of ReadyForQuery: idle, in a transaction block, in a failed block. */
+/**
+ * Transaction status of ReadyForQuery: idle, in a transaction block, in a failed block.
+ * Source: PostgreSQL 15 docs, 55.7 "ReadyForQuery".
+ */
 export type TransactionStatus = 'I' | 'T' | 'E';
 
-/** Authentication request sub-codes (Int32 after the 'R' header). */
+/**
+ * Authentication request sub-codes (the Int32 after the 'R' header).
+ * Source: PostgreSQL 15 docs, 55.7 "AuthenticationOk" … "AuthenticationSASLFinal".
+ */
 export const AuthCode = {
   Ok: 0,
   KerberosV5: 2,
@@ -86,14 +98,17 @@ export const AuthCode = {
 // ---------------------------------------------------------------------------------------------
 // Encoders. Each returns one whole message (type byte, Int32 length, payload).
 
-/** AuthenticationOk: `52 00000008 00000000`. Source: PostgreSQL 15 docs, 55.7 "AuthenticationOk". */
+/**
+ * AuthenticationOk: `52 00000008 00000000` (9 bytes). Never throws.
+ * Source: PostgreSQL 15 docs, 55.7 "AuthenticationOk".
+ */
 export function authenticationOk(): Buffer {
   return new BufferWriter(BackendCode.Authentication, 4).int32(AuthCode.Ok).finish();
 }
 
 /**
- * AuthenticationCleartextPassword: asks the client for its password in clear (only over TLS, per
- * DESIGN.md). Source: PostgreSQL 15 docs, 55.7 "AuthenticationCleartextPassword".
+ * AuthenticationCleartextPassword (9 bytes): asks the client for its password in clear (only over
+ * TLS, per DESIGN.md). Never throws. Source: PostgreSQL 15 docs, 55.7 "AuthenticationCleartextPassword".
  */
 export function authenticationCleartextPassword(): Buffer {
   return new BufferWriter(BackendCode.Authentication, 4).int32(AuthCode.CleartextPassword).finish();
@@ -124,6 +139,7 @@ export function authenticationSASL(mechanisms: string[]): Buffer {
 
 /**
  * AuthenticationSASLContinue: Int32 11 then the SASL challenge bytes (server-first-message).
+ * Throws ProtocolError 54000 only when the message would exceed 2^31-1 bytes.
  * Source: PostgreSQL 15 docs, 55.7 "AuthenticationSASLContinue".
  */
 export function authenticationSASLContinue(data: Buffer): Buffer {
@@ -135,6 +151,7 @@ export function authenticationSASLContinue(data: Buffer): Buffer {
 
 /**
  * AuthenticationSASLFinal: Int32 12 then the SASL outcome bytes (server-final-message).
+ * Throws ProtocolError 54000 only when the message would exceed 2^31-1 bytes.
  * Source: PostgreSQL 15 docs, 55.7 "AuthenticationSASLFinal".
  */
 export function authenticationSASLFinal(data: Buffer): Buffer {
@@ -154,7 +171,7 @@ export function parameterStatus(name: string, value: string): Buffer {
 
 /**
  * BackendKeyData ('K'): Int32 process ID, Int32 secret key (signed or unsigned 32-bit input; the
- * bit pattern is what counts). Source: PostgreSQL 15 docs, 55.7 "BackendKeyData".
+ * bit pattern is what counts); 13 bytes. Never throws. Source: PostgreSQL 15 docs, 55.7 "BackendKeyData".
  */
 export function backendKeyData(processId: number, secretKey: number): Buffer {
   return new BufferWriter(BackendCode.BackendKeyData, 8).int32(processId).int32(secretKey).finish();
@@ -162,6 +179,7 @@ export function backendKeyData(processId: number, secretKey: number): Buffer {
 
 /**
  * ReadyForQuery ('Z'): Byte1 transaction status; readyForQuery('I') is `5a 00000005 49`.
+ * Never throws.
  * Source: PostgreSQL 15 docs, 55.7 "ReadyForQuery".
  */
 export function readyForQuery(status: TransactionStatus): Buffer {
@@ -246,10 +264,10 @@ export function negotiateProtocolVersion(minor: number, unsupported: string[]): 
 /**
  * RowDescription ('T'): Int16 count, then per field String name, Int32 table OID, Int16 attnum,
  * Int32 type OID, Int16 typlen, Int32 typmod, Int16 format. Throws ProtocolError 08P01 when a
- * name contains NUL. Source: PostgreSQL 15 docs, 55.7 "RowDescription".
+ * name contains NUL, 54000 for more than 65535 fields. Source: PostgreSQL 15 docs, 55.7 "RowDescription".
  */
 export function rowDescription(fields: FieldDescription[]): Buffer {
-  const w = new BufferWriter(BackendCode.RowDescription, 2 + fields.length * 32).int16(fields.length);
+  const w = new BufferWriter(BackendCode.RowDescription, 2 + fields.length * 32).count16(fields.length);
   for (const f of fields) {
     w.cstring(f.name)
       .int32(f.tableOid)
@@ -263,13 +281,14 @@ export function rowDescription(fields: FieldDescription[]): Buffer {
 }
 
 /**
- * DataRow ('D'): Int16 count, then per cell Int32 length (-1 for NULL) and the bytes.
+ * DataRow ('D'): Int16 count, then per cell Int32 length in bytes (-1 for NULL) and the bytes.
+ * Throws ProtocolError 54000 for more than 65535 cells or a message over 2^31-1 bytes.
  * Source: PostgreSQL 15 docs, 55.7 "DataRow".
  */
 export function dataRow(cells: (Buffer | null)[]): Buffer {
   let size = 2;
   for (const c of cells) size += 4 + (c ? c.length : 0);
-  const w = new BufferWriter(BackendCode.DataRow, size).int16(cells.length);
+  const w = new BufferWriter(BackendCode.DataRow, size).count16(cells.length);
   for (const c of cells) {
     if (c === null) w.int32(-1);
     else w.int32(c.length).bytes(c);
@@ -285,42 +304,43 @@ export function commandComplete(tag: string): Buffer {
   return new BufferWriter(BackendCode.CommandComplete).cstring(tag).finish();
 }
 
-/** EmptyQueryResponse ('I'), no payload. Source: PostgreSQL 15 docs, 55.7 "EmptyQueryResponse". */
+/** EmptyQueryResponse ('I'), no payload (5 bytes). Never throws. Source: PostgreSQL 15 docs, 55.7 "EmptyQueryResponse". */
 export function emptyQueryResponse(): Buffer {
   return new BufferWriter(BackendCode.EmptyQueryResponse, 0).finish();
 }
 
-/** NoData ('n'), no payload. Source: PostgreSQL 15 docs, 55.7 "NoData". */
+/** NoData ('n'), no payload (5 bytes). Never throws. Source: PostgreSQL 15 docs, 55.7 "NoData". */
 export function noData(): Buffer {
   return new BufferWriter(BackendCode.NoData, 0).finish();
 }
 
-/** ParseComplete ('1'), no payload. Source: PostgreSQL 15 docs, 55.7 "ParseComplete". */
+/** ParseComplete ('1'), no payload (5 bytes). Never throws. Source: PostgreSQL 15 docs, 55.7 "ParseComplete". */
 export function parseComplete(): Buffer {
   return new BufferWriter(BackendCode.ParseComplete, 0).finish();
 }
 
-/** BindComplete ('2'), no payload. Source: PostgreSQL 15 docs, 55.7 "BindComplete". */
+/** BindComplete ('2'), no payload (5 bytes). Never throws. Source: PostgreSQL 15 docs, 55.7 "BindComplete". */
 export function bindComplete(): Buffer {
   return new BufferWriter(BackendCode.BindComplete, 0).finish();
 }
 
-/** CloseComplete ('3'), no payload. Source: PostgreSQL 15 docs, 55.7 "CloseComplete". */
+/** CloseComplete ('3'), no payload (5 bytes). Never throws. Source: PostgreSQL 15 docs, 55.7 "CloseComplete". */
 export function closeComplete(): Buffer {
   return new BufferWriter(BackendCode.CloseComplete, 0).finish();
 }
 
-/** PortalSuspended ('s'), no payload. Source: PostgreSQL 15 docs, 55.7 "PortalSuspended". */
+/** PortalSuspended ('s'), no payload (5 bytes). Never throws. Source: PostgreSQL 15 docs, 55.7 "PortalSuspended". */
 export function portalSuspended(): Buffer {
   return new BufferWriter(BackendCode.PortalSuspended, 0).finish();
 }
 
 /**
  * ParameterDescription ('t'): Int16 count, then each parameter type OID as Int32.
+ * Throws ProtocolError 54000 for more than 65535 types.
  * Source: PostgreSQL 15 docs, 55.7 "ParameterDescription".
  */
 export function parameterDescription(typeOids: number[]): Buffer {
-  const w = new BufferWriter(BackendCode.ParameterDescription, 2 + typeOids.length * 4).int16(
+  const w = new BufferWriter(BackendCode.ParameterDescription, 2 + typeOids.length * 4).count16(
     typeOids.length,
   );
   for (const t of typeOids) w.int32(t);
@@ -329,7 +349,7 @@ export function parameterDescription(typeOids: number[]): Buffer {
 
 /**
  * The single byte 'N' answering SSLRequest or GSSENCRequest with "no encryption"; it has no
- * header. Source: PostgreSQL 15 docs, 55.2.11 "SSL Session Encryption".
+ * header (1 byte). Never throws. Source: PostgreSQL 15 docs, 55.2.11 "SSL Session Encryption".
  */
 export function sslRefused(): Buffer {
   return Buffer.from([0x4e]);
@@ -462,7 +482,10 @@ export function decodeReadyForQuery(payload: Buffer): TransactionStatus {
   return r.fail(`invalid transaction status 0x${b.toString(16)}`);
 }
 
-/** A decoded Authentication ('R') message; `other` covers Kerberos, GSS, SSPI and unknown codes. */
+/**
+ * A decoded Authentication ('R') message; `other` covers Kerberos, GSS, SSPI and unknown codes.
+ * Source: PostgreSQL 15 docs, 55.7 "AuthenticationOk" … "AuthenticationSASLFinal".
+ */
 export type AuthenticationMessage =
   | { readonly type: 'ok' }
   | { readonly type: 'cleartext' }

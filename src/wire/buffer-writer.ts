@@ -52,6 +52,15 @@ export class BufferWriter {
     return this;
   }
 
+  /**
+   * Int16 element count. Throws ProtocolError 54000 above 65535: the count would silently wrap
+   * and the receiver would misparse everything after it.
+   */
+  count16(n: number): this {
+    if (n > 0xffff) throw new ProtocolError(`too many elements for an Int16 count: ${n}`, '54000');
+    return this.int16(n);
+  }
+
   /** Int32; accepts -2^31..2^32-1 (unsigned values such as OIDs are written as their bit pattern). */
   int32(v: number): this {
     this.ensure(4);

@@ -23,7 +23,7 @@ export const FrontendCode = {
   Password: 0x70,
 } as const;
 
-/** A frontend message type byte. */
+/** A frontend message type byte. Source: PostgreSQL 15 docs, 55.7 "Message Formats". */
 export type FrontendCodeValue = (typeof FrontendCode)[keyof typeof FrontendCode];
 
 /**
@@ -58,7 +58,7 @@ export const BackendCode = {
   RowDescription: 0x54,
 } as const;
 
-/** A backend message type byte. */
+/** A backend message type byte. Source: PostgreSQL 15 docs, 55.7 "Message Formats". */
 export type BackendCodeValue = (typeof BackendCode)[keyof typeof BackendCode];
 
 /**

@@ -16,7 +16,7 @@ export interface Frame {
   readonly payload: Buffer;
 }
 
-/** Options of a MessageFramer. */
+/** Options of a MessageFramer (sizes in bytes). Source: PostgreSQL 15 docs, 55.7 "Message Formats". */
 export interface MessageFramerOptions {
   /** Largest accepted message, in bytes, header included. Larger ones throw ProtocolError 54000. */
   readonly maxMessageBytes: number;
@@ -94,8 +94,8 @@ export class MessageFramer {
 
   /**
    * Appends `chunk` and returns every message now complete, in stream order.
-   * Throws ProtocolError 08P01 on a length word < 4 (typed) or < 8 (startup) or a startup packet
-   * over maxStartupBytes; ProtocolError 54000 on a typed message over maxMessageBytes (whole
+   * Throws ProtocolError 08P01 on a length word < 4 (typed) or < 8 (startup), a startup packet
+   * over maxStartupBytes, or a typed message whose type byte is 0; ProtocolError 54000 on a typed message over maxMessageBytes (whole
    * message, header included).
    */
   push(chunk: Buffer): Frame[] {
@@ -141,6 +141,8 @@ export class MessageFramer {
         throw new ProtocolError(`invalid length of startup packet: ${length}`);
       }
     } else {
+      // No message type is 0; rejecting it keeps `code === 0` meaning "untyped startup packet".
+      if (code === 0) throw new ProtocolError('invalid message type 0x00');
       if (length < 4) {
         throw new ProtocolError(`invalid message length ${length} for message type 0x${hex(code)}`);
       }

@@ -21,18 +21,25 @@ export function startupMessage(params: ReadonlyMap<string, string>, minor = 0): 
 
 /**
  * CancelRequest (untyped, 16 bytes): Int32 16, Int32 80877102, Int32 process ID, Int32 secret key.
+ * Never throws.
  * Source: PostgreSQL 15 docs, 55.7 "CancelRequest".
  */
 export function cancelRequest(processId: number, secretKey: number): Buffer {
   return new BufferWriter(0, 12).int32(StartupCode.CancelRequest).int32(processId).int32(secretKey).finish();
 }
 
-/** SSLRequest (untyped, 8 bytes): `00000008 04d2162f`. Source: PostgreSQL 15 docs, 55.7 "SSLRequest". */
+/**
+ * SSLRequest (untyped, 8 bytes): `00000008 04d2162f`. Never throws.
+ * Source: PostgreSQL 15 docs, 55.7 "SSLRequest".
+ */
 export function sslRequest(): Buffer {
   return new BufferWriter(0, 4).int32(StartupCode.SSLRequest).finish();
 }
 
-/** GSSENCRequest (untyped, 8 bytes): `00000008 04d21630`. Source: PostgreSQL 15 docs, 55.7 "GSSENCRequest". */
+/**
+ * GSSENCRequest (untyped, 8 bytes): `00000008 04d21630`. Never throws.
+ * Source: PostgreSQL 15 docs, 55.7 "GSSENCRequest".
+ */
 export function gssencRequest(): Buffer {
   return new BufferWriter(0, 4).int32(StartupCode.GSSENCRequest).finish();
 }
@@ -60,7 +67,10 @@ export function parse(name: string, sql: string, paramTypes: readonly number[] =
   return w.finish();
 }
 
-/** Inputs of `bind`; formats as in the Bind message (0 text, 1 binary; 0, 1 or n entries). */
+/**
+ * Inputs of `bind`; formats as in the Bind message (0 text, 1 binary; 0, 1 or n entries).
+ * Source: PostgreSQL 15 docs, 55.7 "Bind".
+ */
 export interface BindInput {
   readonly portal?: string;
   readonly statement?: string;
@@ -124,17 +134,17 @@ export function execute(portal = '', maxRows = 0): Buffer {
   return new BufferWriter(FrontendCode.Execute).cstring(portal).int32(maxRows).finish();
 }
 
-/** Sync ('S'), no payload: `53 00000004`. Source: PostgreSQL 15 docs, 55.7 "Sync". */
+/** Sync ('S'), no payload: `53 00000004`. Never throws. Source: PostgreSQL 15 docs, 55.7 "Sync". */
 export function sync(): Buffer {
   return new BufferWriter(FrontendCode.Sync, 0).finish();
 }
 
-/** Flush ('H'), no payload. Source: PostgreSQL 15 docs, 55.7 "Flush". */
+/** Flush ('H'), no payload (5 bytes). Never throws. Source: PostgreSQL 15 docs, 55.7 "Flush". */
 export function flush(): Buffer {
   return new BufferWriter(FrontendCode.Flush, 0).finish();
 }
 
-/** Terminate ('X'), no payload. Source: PostgreSQL 15 docs, 55.7 "Terminate". */
+/** Terminate ('X'), no payload (5 bytes). Never throws. Source: PostgreSQL 15 docs, 55.7 "Terminate". */
 export function terminate(): Buffer {
   return new BufferWriter(FrontendCode.Terminate, 0).finish();
 }
@@ -161,17 +171,26 @@ export function saslInitialResponse(mechanism: string, data: Buffer | null): Buf
   return w.finish();
 }
 
-/** SASLResponse ('p'): the SASL data as the whole payload. Source: PostgreSQL 15 docs, 55.7 "SASLResponse". */
+/**
+ * SASLResponse ('p'): the SASL data as the whole payload. Throws ProtocolError 54000 only over
+ * 2^31-1 bytes. Source: PostgreSQL 15 docs, 55.7 "SASLResponse".
+ */
 export function saslResponse(data: Buffer): Buffer {
   return new BufferWriter(FrontendCode.Password, data.length).bytes(data).finish();
 }
 
-/** CopyData ('d'): the data as the whole payload (same layout both directions). Source: 55.7 "CopyData". */
+/**
+ * CopyData ('d'): the data as the whole payload (same layout both directions). Throws
+ * ProtocolError 54000 only over 2^31-1 bytes. Source: PostgreSQL 15 docs, 55.7 "CopyData".
+ */
 export function copyData(data: Buffer): Buffer {
   return new BufferWriter(FrontendCode.CopyData, data.length).bytes(data).finish();
 }
 
-/** CopyDone ('c'), no payload (same layout both directions). Source: PostgreSQL 15 docs, 55.7 "CopyDone". */
+/**
+ * CopyDone ('c'), no payload (5 bytes; same layout both directions). Never throws.
+ * Source: PostgreSQL 15 docs, 55.7 "CopyDone".
+ */
 export function copyDone(): Buffer {
   return new BufferWriter(FrontendCode.CopyDone, 0).finish();
 }

@@ -5,7 +5,8 @@ import { ProtocolError } from './protocol-error.js';
 
 /**
  * A decoded untyped startup-phase packet.
- * `startup.params` keeps the client's order (Map insertion order); values are never empty-name.
+ * `startup.params` keeps the client's order (Map insertion order); names are never empty.
+ * Source: PostgreSQL 15 docs, 55.7 (StartupMessage, SSLRequest, GSSENCRequest, CancelRequest).
  */
 export type StartupPacket =
   | { readonly kind: 'ssl' }
@@ -96,7 +97,10 @@ export function decodeParse(payload: Buffer): { name: string; sql: string; param
   return { name, sql, paramTypes };
 }
 
-/** Decoded Bind message; `params` are subarrays of the payload (no copies), null for SQL NULL. */
+/**
+ * Decoded Bind message; `params` are subarrays of the payload (no copies), null for SQL NULL.
+ * Source: PostgreSQL 15 docs, 55.7 "Bind".
+ */
 export interface BindMessage {
   readonly portal: string;
   readonly statement: string;

@@ -88,6 +88,9 @@ describe('backend encoders: exact bytes', () => {
     );
     expectProtocolError(() => be.authenticationSASL(['']), '08P01');
     expectProtocolError(() => be.authenticationMD5Password(hex('0102')), '08P01');
+    expectProtocolError(() => be.dataRow(new Array<Buffer | null>(65536).fill(null)), '54000');
+    expectProtocolError(() => be.parameterDescription(new Array<number>(65536).fill(0)), '54000');
+    expect(be.decodeDataRow(tp(be.dataRow(new Array<Buffer | null>(65535).fill(null))))).toHaveLength(65535);
     expectProtocolError(
       () =>
         be.errorResponse({

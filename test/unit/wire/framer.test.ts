@@ -320,6 +320,12 @@ describe('MessageFramer length errors', () => {
     );
   });
 
+  it('rejects a typed message with type byte 0, so code 0 always means an untyped packet', () => {
+    expectProtocolError(() =>
+      new MessageFramer({ maxMessageBytes: MAX, startup: false }).push(hex('00 00000004')),
+    );
+  });
+
   it('stays poisoned after an error and drops its buffer', () => {
     const framer = new MessageFramer({ maxMessageBytes: MAX, startup: false });
     const first = expectProtocolError(() => framer.push(hex('51 00000001')));
