@@ -1,0 +1,94 @@
+// Entry point of the row-statement analysis: scopes, lineage, column uses and requirements of one statement.
+import type { Catalog } from '../../catalog/types.js';
+import type {
+  AnalysisRefusal,
+  ColumnUse,
+  FunctionCall,
+  Requirement,
+  ResultColumn,
+} from '../analysis-types.js';
+import { analyzeDml } from './dml.js';
+import { QueryRefusal } from './errors.js';
+import { consume, resultColumn } from './lineage.js';
+import type { Obj } from './node-kinds.js';
+import { analyzeSelect } from './select.js';
+import { QueryState } from './state.js';
+import type { OutColumn } from './target-list.js';
+
+/** What the analysis needs from the session: the catalog value and the tracked search_path. */
+export interface QueryContext {
+  readonly catalog: Catalog;
+  /** The session's search_path, without the implicit pg_catalog. */
+  readonly searchPath: readonly string[];
+}
+
+/** The analysis of one row statement (see DESIGN.md "Analysis"). `refusal` set: nothing else is to be trusted. */
+export interface QueryResult {
+  kind: 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE' | 'MERGE';
+  requirements: Requirement[];
+  resultColumns: ResultColumn[];
+  uses: ColumnUse[];
+  functions: FunctionCall[];
+  catalogRelations: string[];
+  refusal?: AnalysisRefusal;
+}
+
+/** The row statement node kinds analyzeQuery takes. */
+export type QueryNodeType = 'SelectStmt' | 'InsertStmt' | 'UpdateStmt' | 'DeleteStmt' | 'MergeStmt';
+
+const KINDS: Record<QueryNodeType, QueryResult['kind']> = {
+  SelectStmt: 'SELECT',
+  InsertStmt: 'INSERT',
+  UpdateStmt: 'UPDATE',
+  DeleteStmt: 'DELETE',
+  MergeStmt: 'MERGE',
+};
+
+/**
+ * Analyzes one row statement: `node` is the libpg-query 15 JSON body of a SelectStmt,
+ * InsertStmt, UpdateStmt, DeleteStmt or MergeStmt (also the inner query of EXPLAIN, PREPARE,
+ * DECLARE, CREATE TABLE AS / VIEW, COPY (query)). Returns its requirements (SELECT on every
+ * relation named and every column referenced, the write action on targets, UPDATE for FOR
+ * UPDATE/SHARE), its result columns with lineage and predicted RowDescription origin, every
+ * column use (DESIGN.md "Column uses"), the functions called and the catalog relations read.
+ * Never throws for a statement it cannot vouch for: `refusal` carries the SQLSTATE Postgres
+ * would use (42703 unknown column — including `u.to_json`, 42P01 unknown relation, 42702
+ * ambiguous, 42883 unknown function, 42P10, 42601) or 0A000 for a construct without a rule;
+ * locations are byte offsets as libpg-query reports them.
+ * Source: PostgreSQL's parse analysis (transformColumnRef, FigureColname, markTargetListOrigins),
+ * seed 004 "Hiding a column" and "Allow and deny".
+ */
+export function analyzeQuery(nodeType: QueryNodeType, node: unknown, ctx: QueryContext): QueryResult {
+  const state = new QueryState(ctx.catalog, ctx.searchPath);
+  const kind = KINDS[nodeType];
+  let resultColumns: ResultColumn[] = [];
+  let refusal: AnalysisRefusal | undefined;
+  try {
+    if (!(nodeType in KINDS))
+      throw new QueryRefusal('0A000', `pgwarden cannot analyze a ${nodeType} as a query`);
+    const body = node as Obj;
+    const out: OutColumn[] =
+      nodeType === 'SelectStmt'
+        ? analyzeSelect(state, body, null)
+        : analyzeDml(state, nodeType, body, null).columns;
+    // The statement's own result: a plain reference is an `output` use of result column k.
+    out.forEach((c, k) => {
+      consume(state, c.lineage, { kind: 'output', index: k }, c.location);
+    });
+    resultColumns = out.map((c) => resultColumn(c.name, c.lineage));
+  } catch (e) {
+    if (e instanceof QueryRefusal) refusal = e.toRefusal();
+    else if (e instanceof RangeError)
+      refusal = { sqlstate: '54001', message: 'statement too deeply nested to analyze' };
+    else throw e;
+  }
+  return {
+    kind,
+    requirements: [...state.requirements.values()],
+    resultColumns,
+    uses: state.uses,
+    functions: state.functions,
+    catalogRelations: [...state.catalogRelations],
+    ...(refusal ? { refusal } : {}),
+  };
+}

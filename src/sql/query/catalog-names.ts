@@ -1,0 +1,73 @@
+// Resolving relation and function names through the catalog, the search path and pg_catalog.
+import type { CatalogFunction, CatalogRelation } from '../../catalog/types.js';
+import { QueryRefusal } from './errors.js';
+
+/** Schemas whose relations are the system catalog (recorded in `catalogRelations`, never expanded). */
+export const CATALOG_SCHEMAS: ReadonlySet<string> = new Set(['pg_catalog', 'information_schema']);
+
+/**
+ * The schemas an unqualified name is looked up in, in order: Postgres searches `pg_catalog`
+ * first unless the search path lists it explicitly somewhere (then it is searched there).
+ */
+export function effectivePath(searchPath: readonly string[]): readonly string[] {
+  return searchPath.includes('pg_catalog') ? searchPath : ['pg_catalog', ...searchPath];
+}
+
+/**
+ * The relation `[schema.]name` denotes. Throws 42P01 (`relation "x" does not exist`) when none
+ * does, 3F000 when a named schema does not exist; `location` is the reference's.
+ */
+export function resolveRelation(
+  relations: ReadonlyMap<string, CatalogRelation>,
+  namespaces: ReadonlySet<string>,
+  path: readonly string[],
+  schema: string | null,
+  name: string,
+  location: number,
+): CatalogRelation {
+  if (schema !== null) {
+    const r = relations.get(`${schema}.${name}`);
+    if (r) return r;
+    if (!namespaces.has(schema))
+      throw new QueryRefusal('3F000', `schema "${schema}" does not exist`, location);
+    throw new QueryRefusal('42P01', `relation "${schema}.${name}" does not exist`, location);
+  }
+  for (const s of effectivePath(path)) {
+    const r = relations.get(`${s}.${name}`);
+    if (r) return r;
+  }
+  throw new QueryRefusal('42P01', `relation "${name}" does not exist`, location);
+}
+
+/**
+ * The function `[schema.]name` called with `nargs` arguments: the first schema on the path
+ * holding a function of that name, then the overload taking exactly `nargs` arguments, else one
+ * taking more (defaults) or fewer (variadic). Throws 42883 when no function of that name exists.
+ * Argument types are not matched: the policy needs the schema and name, and every overload of a
+ * name shares them.
+ */
+export function resolveFunction(
+  functions: ReadonlyMap<string, readonly CatalogFunction[]>,
+  path: readonly string[],
+  nameParts: readonly string[],
+  nargs: number,
+  location: number,
+): CatalogFunction {
+  const name = nameParts[nameParts.length - 1] ?? '';
+  let candidates: readonly CatalogFunction[] | undefined;
+  if (nameParts.length >= 2) {
+    candidates = functions.get(`${nameParts[nameParts.length - 2]}.${name}`);
+  } else {
+    for (const s of effectivePath(path)) {
+      candidates = functions.get(`${s}.${name}`);
+      if (candidates && candidates.length > 0) break;
+    }
+  }
+  if (!candidates || candidates.length === 0) {
+    throw new QueryRefusal('42883', `function ${nameParts.join('.')} does not exist`, location);
+  }
+  const exact = candidates.find((f) => f.argTypes.length === nargs);
+  const more = candidates.find((f) => f.argTypes.length > nargs);
+  const fewer = candidates.find((f) => f.argTypes.length < nargs);
+  return (exact ?? more ?? fewer ?? candidates[0]) as CatalogFunction;
+}

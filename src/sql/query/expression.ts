@@ -1,0 +1,478 @@
+// The expression walker: one handler per expression node kind, every other node kind refused (0A000).
+import type { TestClause } from '../analysis-types.js';
+import { resolveFunction } from './catalog-names.js';
+import { type Resolved, resolveColumnRef } from './column-ref.js';
+import { QueryRefusal, unsupported } from './errors.js';
+import { consume, consumeWholeRow, type Lineage } from './lineage.js';
+import { list, loc, type NodeName, names, type Obj, obj, str, unwrap } from './node-kinds.js';
+import type { FromItem, Scope } from './scope.js';
+import { analyzeSubquery } from './select.js';
+import { type Mode, nested, type QueryState, testIn } from './state.js';
+
+/** Where an expression is walked: the analysis state and the scope its names resolve in. */
+export interface Env {
+  readonly state: QueryState;
+  readonly scope: Scope;
+}
+
+type Handler = (env: Env, body: Obj, mode: Mode) => void;
+
+/** Walks an expression node, recording every column use under `mode`. Throws 0A000 for a node kind without a rule. */
+export function walkExpr(env: Env, node: unknown, mode: Mode): void {
+  if (node === undefined || node === null) return;
+  const [kind, body] = unwrap(node);
+  const h = (EXPRESSION_HANDLERS as Partial<Record<NodeName, Handler>>)[kind];
+  if (!h) unsupported(`a ${kind} node in an expression`, loc(body));
+  h(env, body, mode);
+}
+
+/** Walks each node of a list under the same mode. */
+export function walkList(env: Env, nodes: unknown, mode: Mode): void {
+  for (const n of list(nodes)) walkExpr(env, n, mode);
+}
+
+/**
+ * Records a reference to a resolved column or row: the column-level SELECT requirement it adds
+ * (whole rows: every column) and its uses under `mode`.
+ */
+export function referenceResolved(env: Env, r: Resolved, mode: Mode, location: number): void {
+  const { state } = env;
+  if (r.kind === 'column') {
+    if (r.column.lineage.requires)
+      state.requireColumn('SELECT', r.column.lineage.requires, 'column reference', location);
+    consume(state, r.column.lineage, mode, location);
+    return;
+  }
+  const items = r.kind === 'row' ? [r.item] : r.items;
+  for (const item of items) consumeWholeRow(state, item, location);
+}
+
+/** The FROM item a resolved reference stands for as a row, if it is one (`u`, or a column holding `u`). */
+function rowItem(r: Resolved): FromItem | null {
+  if (r.kind === 'row') return r.item;
+  if (r.kind === 'column') return r.column.lineage.rowOf;
+  return null;
+}
+
+/**
+ * The lineage of a plain reference (`c`, `t.c`, `(t).c`, `t` as a whole row), with its
+ * requirement recorded but no use; null when `node` is anything else (an expression).
+ * Source: the only references that pass a value unchanged (DESIGN.md "Column uses": output).
+ */
+export function plainReference(env: Env, node: unknown): Lineage | null {
+  const [kind, body] = unwrap(node);
+  if (kind === 'ColumnRef') {
+    const r = resolveColumnRef(env.scope, body, loc(body));
+    if (r.kind === 'star') return null;
+    return lineageOfResolved(env, r, loc(body));
+  }
+  if (kind === 'A_Indirection') {
+    const ind = list(body.indirection);
+    const arg = obj(body.arg);
+    if (ind.length !== 1 || !arg || !('ColumnRef' in arg)) return null;
+    const [ik, ib] = unwrap(ind[0]);
+    if (ik !== 'String') return null;
+    const argBody = obj(arg.ColumnRef) ?? {};
+    const r = resolveColumnRef(env.scope, argBody, loc(argBody));
+    const item = rowItem(r);
+    if (!item) return null;
+    const field = str(ib.sval);
+    const col = item.columns.find((c) => c.name === field);
+    if (!col) throw new QueryRefusal('42703', `column "${field}" not found in data type`, loc(argBody));
+    return lineageOfResolved(env, { kind: 'column', item, column: col }, loc(argBody));
+  }
+  return null;
+}
+
+function lineageOfResolved(env: Env, r: Resolved, location: number): Lineage | null {
+  const { state } = env;
+  if (r.kind === 'column') {
+    if (r.column.lineage.requires)
+      state.requireColumn('SELECT', r.column.lineage.requires, 'column reference', location);
+    return r.column.lineage;
+  }
+  if (r.kind === 'row') {
+    for (const c of r.item.columns) {
+      if (c.lineage.requires)
+        state.requireColumn('SELECT', c.lineage.requires, 'whole-row reference', location);
+    }
+    const rel = r.item.relation;
+    return {
+      sources: [],
+      deferred: [],
+      rowOf: r.item,
+      origin: rel ? { tableOid: rel.oid, attnum: 0 } : { tableOid: 0, attnum: 0 },
+      requires: null,
+    };
+  }
+  return null;
+}
+
+function columnRef(env: Env, body: Obj, mode: Mode): void {
+  const r = resolveColumnRef(env.scope, body, loc(body));
+  referenceResolved(env, r, mode, loc(body));
+}
+
+function aExpr(env: Env, body: Obj, mode: Mode): void {
+  const op = names(body.name);
+  // An operator named with a schema other than pg_catalog may run user code the catalog cannot show.
+  if (op.length > 1 && op[0] !== 'pg_catalog') unsupported(`operator ${op.join('.')}`, loc(body));
+  const kind = str(body.kind);
+  const ctx = kind === 'AEXPR_NULLIF' ? 'nullif' : `operator ${op[op.length - 1] ?? kind}`;
+  walkExpr(env, body.lexpr, nested(mode, ctx));
+  walkExpr(env, body.rexpr, nested(mode, ctx));
+}
+
+function funcCall(env: Env, body: Obj, mode: Mode): void {
+  const { state } = env;
+  const fname = names(body.funcname);
+  const args = list(body.args);
+  const fn = resolveFunction(state.catalog.functions, state.path, fname, args.length, loc(body));
+  state.callFunction(fn, loc(body));
+  const ctx = `function ${fn.name}`;
+  // count(DISTINCT x) counts the distinct values: the same question SELECT DISTINCT answers.
+  const argMode = body.agg_distinct ? testIn(mode, 'DISTINCT') : nested(mode, ctx);
+  for (const a of args) walkExpr(env, a, argMode);
+  const orderClause: TestClause = body.agg_within_group ? 'WITHIN GROUP' : 'ORDER BY';
+  walkList(env, body.agg_order, testIn(mode, orderClause));
+  walkExpr(env, body.agg_filter, testIn(mode, 'FILTER'));
+  const over = obj(body.over);
+  if (over) walkWindowDef(env, over, mode);
+}
+
+/** A window definition (inline OVER (…) or WINDOW w AS (…)): PARTITION BY and ORDER BY are tests. */
+export function walkWindowDef(env: Env, def: Obj, mode: Mode): void {
+  walkList(env, def.partitionClause, testIn(mode, 'WINDOW'));
+  walkList(env, def.orderClause, testIn(mode, 'WINDOW'));
+  walkExpr(env, def.startOffset, testIn(mode, 'WINDOW'));
+  walkExpr(env, def.endOffset, testIn(mode, 'WINDOW'));
+}
+
+function subLink(env: Env, body: Obj, mode: Mode): void {
+  const type = str(body.subLinkType);
+  const out = analyzeSubquery(env.state, body.subselect, env.scope);
+  // A subquery that selects a column to compare it is the same test written longer (seed 004):
+  // EXISTS / IN / ANY / ALL consume its columns the way the surrounding clause does; a scalar or
+  // ARRAY subquery's result is a computed value.
+  const ctx =
+    type === 'EXPR_SUBLINK' || type === 'MULTIEXPR_SUBLINK'
+      ? 'scalar subquery'
+      : type === 'ARRAY_SUBLINK'
+        ? 'ARRAY subquery'
+        : `${type.replace('_SUBLINK', '')} subquery`;
+  walkExpr(env, body.testexpr, nested(mode, ctx));
+  for (const c of out) consume(env.state, c.lineage, nested(mode, ctx), c.location);
+}
+
+function caseExpr(env: Env, body: Obj, mode: Mode): void {
+  walkExpr(env, body.arg, testIn(mode, 'CASE'));
+  for (const w of list(body.args)) {
+    const [k, wb] = unwrap(w);
+    if (k !== 'CaseWhen') unsupported(`a ${k} in CASE`, loc(wb));
+    walkExpr(env, wb.expr, testIn(mode, 'CASE'));
+    walkExpr(env, wb.result, nested(mode, 'CASE'));
+  }
+  walkExpr(env, body.defresult, nested(mode, 'CASE'));
+}
+
+function indirection(env: Env, body: Obj, mode: Mode): void {
+  const ind = list(body.indirection);
+  const arg = obj(body.arg);
+  let rest = ind;
+  if (arg && 'ColumnRef' in arg && ind.length > 0) {
+    const argBody = obj(arg.ColumnRef) ?? {};
+    const r = resolveColumnRef(env.scope, argBody, loc(argBody));
+    const item = rowItem(r);
+    const [k0, b0] = unwrap(ind[0]);
+    if (item && k0 === 'String') {
+      // (u).ssn is a reference to the column ssn of u (DESIGN.md "Column uses").
+      const field = str(b0.sval);
+      const col = item.columns.find((c) => c.name === field);
+      if (!col) throw new QueryRefusal('42703', `column "${field}" not found in data type`, loc(argBody));
+      const m = ind.length === 1 ? mode : nested(mode, 'field selection');
+      referenceResolved(env, { kind: 'column', item, column: col }, m, loc(argBody));
+      rest = ind.slice(1);
+    } else if (item && k0 === 'A_Star') {
+      referenceResolved(env, { kind: 'row', item }, mode, loc(argBody));
+      rest = ind.slice(1);
+    } else {
+      referenceResolved(env, r, nested(mode, 'field selection'), loc(argBody));
+    }
+  } else {
+    walkExpr(env, body.arg, nested(mode, 'field selection'));
+  }
+  for (const i of rest) {
+    const [k, b] = unwrap(i);
+    if (k === 'A_Indices') {
+      walkExpr(env, b.lidx, nested(mode, 'subscript'));
+      walkExpr(env, b.uidx, nested(mode, 'subscript'));
+    } else if (k !== 'String' && k !== 'A_Star') unsupported(`a ${k} in an indirection`);
+  }
+}
+
+function xmlExpr(env: Env, body: Obj, mode: Mode): void {
+  walkList(env, body.args, nested(mode, 'xml'));
+  for (const n of list(body.named_args)) {
+    const [k, b] = unwrap(n);
+    if (k !== 'ResTarget') unsupported(`a ${k} in an XML expression`);
+    walkExpr(env, b.val, nested(mode, 'xml'));
+  }
+}
+
+const nothing: Handler = () => {};
+
+/**
+ * One handler per node kind that the raw parse tree of PostgreSQL 15 can hold in an expression.
+ * Every node kind of libpg-query 15 is listed either here or in NOT_EXPRESSIONS, so a new kind
+ * is a compile error, and a non-expression kind met in an expression is refused (0A000).
+ */
+const EXPRESSION_HANDLERS = {
+  ColumnRef: columnRef,
+  ParamRef: nothing, // $1: untraceable, no column use
+  A_Const: nothing,
+  String: nothing,
+  Integer: nothing,
+  Float: nothing,
+  Boolean: nothing,
+  BitString: nothing,
+  SQLValueFunction: nothing, // current_user, current_date, …
+  SetToDefault: nothing,
+  CurrentOfExpr: nothing, // WHERE CURRENT OF c: the cursor was analyzed when declared
+  A_Expr: aExpr,
+  BoolExpr: (env, b, mode) => walkList(env, b.args, nested(mode, 'boolean')),
+  FuncCall: funcCall,
+  TypeCast: (env, b, mode) => walkExpr(env, b.arg, nested(mode, 'cast')),
+  CollateClause: (env, b, mode) => walkExpr(env, b.arg, nested(mode, 'collate')),
+  SubLink: subLink,
+  CaseExpr: caseExpr,
+  CoalesceExpr: (env, b, mode) => walkList(env, b.args, nested(mode, 'coalesce')),
+  MinMaxExpr: (env, b, mode) =>
+    walkList(env, b.args, nested(mode, str(b.op) === 'IS_LEAST' ? 'least' : 'greatest')),
+  NullTest: (env, b, mode) => walkExpr(env, b.arg, nested(mode, 'IS NULL')),
+  BooleanTest: (env, b, mode) => walkExpr(env, b.arg, nested(mode, 'boolean test')),
+  A_ArrayExpr: (env, b, mode) => walkList(env, b.elements, nested(mode, 'array')),
+  A_Indirection: indirection,
+  RowExpr: (env, b, mode) => walkList(env, b.args, nested(mode, 'row')),
+  GroupingFunc: (env, b, mode) => walkList(env, b.args, nested(mode, 'grouping')),
+  NamedArgExpr: (env, b, mode) => walkExpr(env, b.arg, mode),
+  XmlExpr: xmlExpr,
+  XmlSerialize: (env, b, mode) => walkExpr(env, b.expr, nested(mode, 'xmlserialize')),
+  List: (env, b, mode) => walkList(env, b.items, mode),
+  SortBy: (env, b, mode) => walkExpr(env, b.node, mode),
+  MultiAssignRef: (env, b, mode) => walkExpr(env, b.source, mode),
+} satisfies Partial<Record<NodeName, Handler>>;
+
+type ExpressionNode = keyof typeof EXPRESSION_HANDLERS;
+
+/** Node kinds that never stand for a value in a raw expression: met there, they are refused (0A000). */
+export const NOT_EXPRESSIONS: Record<Exclude<NodeName, ExpressionNode>, true> = {
+  ParseResult: true,
+  ScanResult: true,
+  OidList: true,
+  IntList: true,
+  Alias: true,
+  RangeVar: true,
+  TableFunc: true,
+  Var: true,
+  Param: true,
+  Aggref: true,
+  WindowFunc: true,
+  SubscriptingRef: true,
+  FuncExpr: true,
+  OpExpr: true,
+  DistinctExpr: true,
+  NullIfExpr: true,
+  ScalarArrayOpExpr: true,
+  SubPlan: true,
+  AlternativeSubPlan: true,
+  FieldSelect: true,
+  FieldStore: true,
+  RelabelType: true,
+  CoerceViaIO: true,
+  ArrayCoerceExpr: true,
+  ConvertRowtypeExpr: true,
+  CollateExpr: true,
+  CaseWhen: true,
+  CaseTestExpr: true,
+  ArrayExpr: true,
+  RowCompareExpr: true,
+  CoerceToDomain: true,
+  CoerceToDomainValue: true,
+  NextValueExpr: true,
+  InferenceElem: true,
+  TargetEntry: true,
+  RangeTblRef: true,
+  JoinExpr: true,
+  FromExpr: true,
+  OnConflictExpr: true,
+  IntoClause: true,
+  MergeAction: true,
+  RawStmt: true,
+  Query: true,
+  InsertStmt: true,
+  DeleteStmt: true,
+  UpdateStmt: true,
+  MergeStmt: true,
+  SelectStmt: true,
+  ReturnStmt: true,
+  PLAssignStmt: true,
+  AlterTableStmt: true,
+  AlterTableCmd: true,
+  AlterDomainStmt: true,
+  SetOperationStmt: true,
+  GrantStmt: true,
+  GrantRoleStmt: true,
+  AlterDefaultPrivilegesStmt: true,
+  ClosePortalStmt: true,
+  ClusterStmt: true,
+  CopyStmt: true,
+  CreateStmt: true,
+  DefineStmt: true,
+  DropStmt: true,
+  TruncateStmt: true,
+  CommentStmt: true,
+  FetchStmt: true,
+  IndexStmt: true,
+  CreateFunctionStmt: true,
+  AlterFunctionStmt: true,
+  DoStmt: true,
+  RenameStmt: true,
+  RuleStmt: true,
+  NotifyStmt: true,
+  ListenStmt: true,
+  UnlistenStmt: true,
+  TransactionStmt: true,
+  ViewStmt: true,
+  LoadStmt: true,
+  CreateDomainStmt: true,
+  CreatedbStmt: true,
+  DropdbStmt: true,
+  VacuumStmt: true,
+  ExplainStmt: true,
+  CreateTableAsStmt: true,
+  CreateSeqStmt: true,
+  AlterSeqStmt: true,
+  VariableSetStmt: true,
+  VariableShowStmt: true,
+  DiscardStmt: true,
+  CreateTrigStmt: true,
+  CreatePLangStmt: true,
+  CreateRoleStmt: true,
+  AlterRoleStmt: true,
+  DropRoleStmt: true,
+  LockStmt: true,
+  ConstraintsSetStmt: true,
+  ReindexStmt: true,
+  CheckPointStmt: true,
+  CreateSchemaStmt: true,
+  AlterDatabaseStmt: true,
+  AlterDatabaseRefreshCollStmt: true,
+  AlterDatabaseSetStmt: true,
+  AlterRoleSetStmt: true,
+  CreateConversionStmt: true,
+  CreateCastStmt: true,
+  CreateOpClassStmt: true,
+  CreateOpFamilyStmt: true,
+  AlterOpFamilyStmt: true,
+  PrepareStmt: true,
+  ExecuteStmt: true,
+  DeallocateStmt: true,
+  DeclareCursorStmt: true,
+  CreateTableSpaceStmt: true,
+  DropTableSpaceStmt: true,
+  AlterObjectDependsStmt: true,
+  AlterObjectSchemaStmt: true,
+  AlterOwnerStmt: true,
+  AlterOperatorStmt: true,
+  AlterTypeStmt: true,
+  DropOwnedStmt: true,
+  ReassignOwnedStmt: true,
+  CompositeTypeStmt: true,
+  CreateEnumStmt: true,
+  CreateRangeStmt: true,
+  AlterEnumStmt: true,
+  AlterTSDictionaryStmt: true,
+  AlterTSConfigurationStmt: true,
+  CreateFdwStmt: true,
+  AlterFdwStmt: true,
+  CreateForeignServerStmt: true,
+  AlterForeignServerStmt: true,
+  CreateUserMappingStmt: true,
+  AlterUserMappingStmt: true,
+  DropUserMappingStmt: true,
+  AlterTableSpaceOptionsStmt: true,
+  AlterTableMoveAllStmt: true,
+  SecLabelStmt: true,
+  CreateForeignTableStmt: true,
+  ImportForeignSchemaStmt: true,
+  CreateExtensionStmt: true,
+  AlterExtensionStmt: true,
+  AlterExtensionContentsStmt: true,
+  CreateEventTrigStmt: true,
+  AlterEventTrigStmt: true,
+  RefreshMatViewStmt: true,
+  ReplicaIdentityStmt: true,
+  AlterSystemStmt: true,
+  CreatePolicyStmt: true,
+  AlterPolicyStmt: true,
+  CreateTransformStmt: true,
+  CreateAmStmt: true,
+  CreatePublicationStmt: true,
+  AlterPublicationStmt: true,
+  CreateSubscriptionStmt: true,
+  AlterSubscriptionStmt: true,
+  DropSubscriptionStmt: true,
+  CreateStatsStmt: true,
+  AlterCollationStmt: true,
+  CallStmt: true,
+  AlterStatsStmt: true,
+  A_Star: true,
+  A_Indices: true,
+  ResTarget: true,
+  WindowDef: true,
+  RangeSubselect: true,
+  RangeFunction: true,
+  RangeTableSample: true,
+  RangeTableFunc: true,
+  RangeTableFuncCol: true,
+  TypeName: true,
+  ColumnDef: true,
+  IndexElem: true,
+  StatsElem: true,
+  Constraint: true,
+  DefElem: true,
+  RangeTblEntry: true,
+  RangeTblFunction: true,
+  TableSampleClause: true,
+  WithCheckOption: true,
+  SortGroupClause: true,
+  GroupingSet: true,
+  WindowClause: true,
+  ObjectWithArgs: true,
+  AccessPriv: true,
+  CreateOpClassItem: true,
+  TableLikeClause: true,
+  FunctionParameter: true,
+  LockingClause: true,
+  RowMarkClause: true,
+  WithClause: true,
+  InferClause: true,
+  OnConflictClause: true,
+  CTESearchClause: true,
+  CTECycleClause: true,
+  CommonTableExpr: true,
+  MergeWhenClause: true,
+  RoleSpec: true,
+  TriggerTransition: true,
+  PartitionElem: true,
+  PartitionSpec: true,
+  PartitionBoundSpec: true,
+  PartitionRangeDatum: true,
+  PartitionCmd: true,
+  VacuumRelation: true,
+  PublicationObjSpec: true,
+  PublicationTable: true,
+  InlineCodeBlock: true,
+  CallContext: true,
+  ScanToken: true,
+};

@@ -1,0 +1,167 @@
+// Column lineage: what flows into a column of a FROM item or a query result, and how a reference consumes it.
+import type { ColumnOrigin, ColumnRef, ColumnUse, ResultColumn } from '../analysis-types.js';
+import type { FromItem } from './scope.js';
+import { type BaseColumn, type Mode, nested, type QueryState } from './state.js';
+
+/**
+ * The lineage of one column:
+ * - `sources`: base columns that pass into it unchanged (a plain reference through derived tables,
+ *   CTEs, views, joins, UNION ALL branches or VALUES rows);
+ * - `deferred`: uses recorded inside an expression that computes it, replayed wherever the column
+ *   is referenced (Postgres drops an unreferenced subquery output that calls nothing volatile:
+ *   remove_unused_subquery_outputs);
+ * - `rowOf`: the column is a whole row of a FROM item (`SELECT u AS r FROM users u`);
+ * - `origin`: the RowDescription origin Postgres reports when this column is output as is.
+ * - `requires`: the column-level SELECT requirement a reference to it adds (base or view column).
+ */
+export interface Lineage {
+  readonly sources: readonly BaseColumn[];
+  readonly deferred: readonly ColumnUse[];
+  readonly rowOf: FromItem | null;
+  readonly origin: ColumnOrigin;
+  readonly requires: ColumnRef | null;
+}
+
+/** The origin of an expression (no table). */
+export const NO_ORIGIN: ColumnOrigin = { tableOid: 0, attnum: 0 };
+
+/** The lineage of a value that nothing traceable flows into (a literal, `now()`). */
+export const UNTRACEABLE: Lineage = {
+  sources: [],
+  deferred: [],
+  rowOf: null,
+  origin: NO_ORIGIN,
+  requires: null,
+};
+
+/** The lineage of a base-table column read directly. */
+export function baseLineage(col: BaseColumn): Lineage {
+  return {
+    sources: [col],
+    deferred: [],
+    rowOf: null,
+    origin: { tableOid: col.tableOid, attnum: col.attnum },
+    requires: { schema: col.schema, table: col.table, column: col.column },
+  };
+}
+
+/** The same lineage as seen from an enclosing query (requirement already made inside it). */
+export function passUp(l: Lineage, origin: ColumnOrigin = l.origin): Lineage {
+  return { sources: l.sources, deferred: l.deferred, rowOf: l.rowOf, origin, requires: null };
+}
+
+function useKey(u: ColumnUse): string {
+  const col = 'column' in u ? u.column : '';
+  const extra =
+    u.use === 'test' ? u.clause : u.use === 'compute' ? u.context : u.use === 'output' ? u.outputIndex : '';
+  return `${u.use}|${extra}|${u.schema}.${u.table}.${col}|${u.location}`;
+}
+
+/** Merges lineages position-wise (UNION ALL branches, VALUES rows, a recursive CTE's two terms). */
+export function mergeLineages(ls: readonly Lineage[], origin: ColumnOrigin = NO_ORIGIN): Lineage {
+  const sources: BaseColumn[] = [];
+  const seenSources = new Set<string>();
+  const deferred: ColumnUse[] = [];
+  const seenUses = new Set<string>();
+  for (const l of ls) {
+    for (const s of l.sources) {
+      const k = `${s.schema}.${s.table}.${s.column}`;
+      if (!seenSources.has(k)) {
+        seenSources.add(k);
+        sources.push(s);
+      }
+    }
+    for (const u of l.deferred) {
+      const k = useKey(u);
+      if (!seenUses.has(k)) {
+        seenUses.add(k);
+        deferred.push(u);
+      }
+    }
+  }
+  const rowOf = ls.length === 1 ? (ls[0]?.rowOf ?? null) : null;
+  return { sources, deferred, rowOf, origin, requires: null };
+}
+
+/** A lineage whose every source flows through an expression: its uses become compute uses, deferred. */
+export function computedFrom(
+  state: QueryState,
+  ls: readonly Lineage[],
+  context: string,
+  location: number,
+): Lineage {
+  const { uses } = state.collect(() => {
+    for (const l of ls) consume(state, l, { kind: 'compute', context }, location);
+  });
+  return { sources: [], deferred: uses, rowOf: null, origin: NO_ORIGIN, requires: null };
+}
+
+/** Whether two lineages carry the same sources and deferred uses (the recursive CTE fixpoint test). */
+export function sameLineage(a: Lineage, b: Lineage): boolean {
+  if (a.sources.length !== b.sources.length || a.deferred.length !== b.deferred.length) return false;
+  const ka = new Set(a.sources.map((s) => `${s.schema}.${s.table}.${s.column}`));
+  if (!b.sources.every((s) => ka.has(`${s.schema}.${s.table}.${s.column}`))) return false;
+  const ua = new Set(a.deferred.map(useKey));
+  return b.deferred.every((u) => ua.has(useKey(u)));
+}
+
+/**
+ * Records what a reference to a column with lineage `l` reads, under `mode`, at `location`:
+ * one use per source, the deferred uses of its expression, and for a whole-row column the row.
+ */
+export function consume(state: QueryState, l: Lineage, mode: Mode, location: number): void {
+  for (const s of l.sources) state.useColumn(s, mode, location);
+  for (const u of l.deferred) {
+    // A computed column tested outside is a test of what it is computed from (seed 004: renaming
+    // a column on the way up does not unhide it).
+    if (mode.kind === 'test' && (u.use === 'compute' || u.use === 'output')) {
+      state.sink.push({
+        use: 'test',
+        clause: mode.clause,
+        location: u.location,
+        schema: u.schema,
+        table: u.table,
+        column: u.column,
+      });
+    } else state.sink.push(u);
+  }
+  if (l.rowOf) consumeWholeRow(state, l.rowOf, location);
+}
+
+/**
+ * Records a FROM item used as a row value (`t`, `t.*` as an argument, `row_to_json(t)`):
+ * a whole-row use of a base relation (and SELECT on each of its columns, as Postgres requires),
+ * or, for a derived item, a compute use of whatever flows into each of its columns.
+ */
+export function consumeWholeRow(state: QueryState, item: FromItem, location: number): void {
+  if (item.base) {
+    state.useWholeRow(item.base.schema, item.base.name, location);
+    for (const c of item.columns) {
+      if (c.lineage.requires)
+        state.requireColumn('SELECT', c.lineage.requires, 'whole-row reference', location);
+    }
+    return;
+  }
+  for (const c of item.columns) {
+    if (c.lineage.requires)
+      state.requireColumn('SELECT', c.lineage.requires, 'whole-row reference', location);
+    consume(
+      state,
+      c.lineage,
+      nested({ kind: 'compute', context: '' }, `whole row of ${item.refname}`),
+      location,
+    );
+  }
+}
+
+/** The ResultColumn a query reports for a column of its result list. */
+export function resultColumn(name: string, l: Lineage): ResultColumn {
+  return {
+    name,
+    sources:
+      l.sources.length > 0
+        ? l.sources.map((s) => ({ schema: s.schema, table: s.table, column: s.column }))
+        : null,
+    origin: l.origin,
+  };
+}

@@ -1,0 +1,115 @@
+// Result lists (SELECT targets, RETURNING): star expansion, plain references and deferred expressions.
+import { resolveColumnRef } from './column-ref.js';
+import { QueryRefusal, unsupported } from './errors.js';
+import { type Env, plainReference, walkExpr } from './expression.js';
+import { figureColname } from './figure-colname.js';
+import { type Lineage, NO_ORIGIN, passUp } from './lineage.js';
+import { list, loc, type Obj, obj, str, unwrap } from './node-kinds.js';
+import type { FromItem } from './scope.js';
+
+/** One column of a query's result: its name, lineage and the location of the expression producing it. */
+export interface OutColumn {
+  readonly name: string;
+  readonly lineage: Lineage;
+  readonly location: number;
+}
+
+/**
+ * The columns `*` or `t.*` expands to: every column of each item in attnum (or FROM) order, a
+ * join's merged USING/NATURAL columns first. Throws 0A000 for a function whose columns the
+ * catalog does not describe (a star it cannot expand).
+ */
+export function expandStar(env: Env, items: readonly FromItem[], location: number): OutColumn[] {
+  const out: OutColumn[] = [];
+  for (const item of items) {
+    if (item.open)
+      unsupported(`* over function ${item.refname}, whose columns the catalog does not describe`, location);
+    for (const c of item.columns) {
+      if (c.lineage.requires)
+        env.state.requireColumn('SELECT', c.lineage.requires, 'star expansion', location);
+      out.push({ name: c.name, lineage: c.lineage, location });
+    }
+  }
+  return out;
+}
+
+/** `(t).*`, `(s.x).*`: the columns of the row a reference holds. */
+function expandRowStar(env: Env, val: Obj, location: number): OutColumn[] | null {
+  const ind = list(val.indirection);
+  const last = ind[ind.length - 1];
+  if (ind.length !== 1 || !last || !('A_Star' in (obj(last) ?? {}))) return null;
+  const arg = obj(val.arg);
+  if (!arg || !('ColumnRef' in arg)) return unsupported('(expression).* over a computed row', location);
+  const argBody = obj(arg.ColumnRef) ?? {};
+  const r = resolveColumnRef(env.scope, argBody, loc(argBody));
+  if (r.kind === 'row') return expandStar(env, [r.item], location);
+  if (r.kind === 'column' && r.column.lineage.rowOf) {
+    if (r.column.lineage.requires)
+      env.state.requireColumn('SELECT', r.column.lineage.requires, 'column reference', location);
+    // Postgres reports no origin for the fields of a row carried in a column (FieldSelect).
+    return expandStar(env, [r.column.lineage.rowOf], location).map((c) => ({
+      ...c,
+      lineage: passUp(c.lineage, NO_ORIGIN),
+    }));
+  }
+  return unsupported('(column).* over a composite-typed column', location);
+}
+
+/**
+ * Analyzes a target list (SELECT list or RETURNING) in `env.scope` and returns its columns.
+ * A plain reference passes its lineage on; any other expression is walked once, its uses kept
+ * as the column's deferred uses (replayed where the column is consumed) — or recorded at once
+ * when it calls a volatile or set-returning function, which Postgres evaluates even unreferenced.
+ */
+export function analyzeTargetList(env: Env, targets: unknown): OutColumn[] {
+  const out: OutColumn[] = [];
+  for (const t of list(targets)) {
+    const [k, rt] = unwrap(t);
+    if (k !== 'ResTarget') unsupported(`a ${k} in a target list`, loc(rt));
+    const val = rt.val;
+    const location = loc(rt);
+    const [vk, vb] = unwrap(val, location);
+    if (vk === 'ColumnRef') {
+      const r = resolveColumnRef(env.scope, vb, loc(vb));
+      if (r.kind === 'star') {
+        out.push(...expandStar(env, r.items, loc(vb)));
+        continue;
+      }
+    }
+    if (vk === 'A_Indirection') {
+      const cols = expandRowStar(env, vb, loc(vb));
+      if (cols) {
+        out.push(...cols);
+        continue;
+      }
+    }
+    const name = typeof rt.name === 'string' ? str(rt.name) : figureColname(val);
+    const plain = plainReference(env, val);
+    if (plain) {
+      out.push({ name, lineage: plain, location: loc(vb) >= 0 ? loc(vb) : location });
+      continue;
+    }
+    const { uses, volatile } = env.state.collect(() =>
+      walkExpr(env, val, { kind: 'compute', context: 'select list expression' }),
+    );
+    if (volatile) env.state.sink.push(...uses);
+    out.push({
+      name,
+      lineage: {
+        sources: [],
+        deferred: volatile ? [] : uses,
+        rowOf: null,
+        origin: NO_ORIGIN,
+        requires: null,
+      },
+      location,
+    });
+  }
+  return out;
+}
+
+/** Throws 42601 unless `n` columns were given where `expected` are required. */
+export function checkArity(n: number, expected: number, what: string, location: number): void {
+  if (n !== expected)
+    throw new QueryRefusal('42601', `each ${what} query must have the same number of columns`, location);
+}
