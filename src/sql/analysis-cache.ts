@@ -1,0 +1,115 @@
+// An LRU of analyses keyed on (text, search paths, catalog), backed by a second LRU keyed on normalized text.
+
+import { LRUCache } from 'lru-cache';
+import type { Catalog } from '../catalog/types.js';
+import type { Analysis } from './analysis-types.js';
+import { type AnalyzeOptions, parserFor } from './analyze-sql.js';
+import { normalizedKey } from './normalize.js';
+import type { QueryAnalyzer } from './query-analyzer.js';
+import { analyzeParsed } from './statement-analyzer.js';
+
+/** Sizes of the two LRUs (entries). */
+export interface AnalysisCacheOptions {
+  readonly maxEntries?: number;
+  readonly maxNormalizedEntries?: number;
+}
+
+/** Counters since creation: exact-text hits, normalized-text hits, full analyses. */
+export interface AnalysisCacheStats {
+  readonly hits: number;
+  readonly normalizedHits: number;
+  readonly misses: number;
+}
+
+/**
+ * Caches analyses (DESIGN.md: `Analysis` depends only on SQL text, search_path and catalog
+ * version). Two levels:
+ * 1. exact text + every search path of the options + parser major + catalog: no parsing on a hit;
+ * 2. normalized text (normalize.ts: literals blanked where no analysis reads them) + the same
+ *    state: the string is parsed, the analysis is shared. Only analyses of row statements without
+ *    session effects or refusals are stored there, so `pgbench -S`'s `… WHERE aid = 48213` with a
+ *    new literal each time is analyzed once per literal length.
+ * The catalog enters the key by identity (one id per Catalog value, and a refresh makes a new
+ * value), so one cache may serve several databases. Analyses are immutable values shared between
+ * callers: do not mutate them.
+ */
+export class AnalysisCache {
+  private readonly exact: LRUCache<string, Analysis>;
+  private readonly normalized: LRUCache<string, Analysis>;
+  private readonly catalogIds = new WeakMap<Catalog, number>();
+  private nextCatalogId = 1;
+  private hits = 0;
+  private normalizedHits = 0;
+  private misses = 0;
+
+  /** Input: the query analysis to run on misses, and the LRU sizes (default 10 000 each). */
+  constructor(
+    private readonly analyzeQuery: QueryAnalyzer,
+    options: AnalysisCacheOptions = {},
+  ) {
+    this.exact = new LRUCache({ max: options.maxEntries ?? 10_000 });
+    this.normalized = new LRUCache({ max: options.maxNormalizedEntries ?? 10_000 });
+  }
+
+  /** The counters so far. */
+  stats(): AnalysisCacheStats {
+    return { hits: this.hits, normalizedHits: this.normalizedHits, misses: this.misses };
+  }
+
+  private stateKey(opts: AnalyzeOptions, major: number): string {
+    let id = this.catalogIds.get(opts.catalog);
+    if (id === undefined) {
+      id = this.nextCatalogId++;
+      this.catalogIds.set(opts.catalog, id);
+    }
+    const paths = [
+      opts.searchPath,
+      opts.sessionSearchPath,
+      opts.transactionStartSearchPath,
+      opts.resetSearchPath,
+    ];
+    return `${major}\u0001${id}\u0001${opts.catalog.version}\u0001${JSON.stringify(paths)}\u0001`;
+  }
+
+  /**
+   * analyze() through the cache: same inputs, outputs and refusals as analyzeSql (analyze-sql.ts).
+   * Never throws.
+   */
+  analyze(sql: string, opts: AnalyzeOptions): Analysis {
+    const parser = parserFor(opts);
+    if (!('parse' in parser)) return parser;
+    const state = this.stateKey(opts, parser.major);
+    const exactKey = state + sql;
+    const hit = this.exact.get(exactKey);
+    if (hit) {
+      this.hits++;
+      return hit;
+    }
+    const outcome = parser.parse(sql);
+    if (!outcome.ok) {
+      const refused: Analysis = { statements: [], refusal: outcome.refusal };
+      this.misses++;
+      this.exact.set(exactKey, refused);
+      return refused;
+    }
+    const norm = normalizedKey(outcome.parsed);
+    const normKey = norm === null ? null : state + norm;
+    if (normKey !== null) {
+      const shared = this.normalized.get(normKey);
+      if (shared) {
+        this.normalizedHits++;
+        this.exact.set(exactKey, shared);
+        return shared;
+      }
+    }
+    this.misses++;
+    const analysis = analyzeParsed(outcome.parsed, opts.catalog, opts, this.analyzeQuery);
+    this.exact.set(exactKey, analysis);
+    const shareable =
+      normKey !== null &&
+      analysis.refusal === undefined &&
+      analysis.statements.every((s) => s.sessionEffects.length === 0 && s.refusal === undefined);
+    if (shareable) this.normalized.set(normKey, analysis);
+    return analysis;
+  }
+}
