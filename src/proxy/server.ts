@@ -6,10 +6,13 @@ import tls from 'node:tls';
 import type { Logger } from 'pino';
 import type { LoadedConfig } from '../policy/config-load.js';
 import { splitHostPort } from '../policy/config-schema.js';
-import { errorResponse } from '../wire/backend.js';
+import type { ErrorFields } from '../wire/backend.js';
 import { CancelRegistry } from './cancel-registry.js';
 import { ClientSession } from './session.js';
-import { VerifierCache } from './verifier-cache.js';
+import { authSecretFor, VerifierCache } from './verifier-cache.js';
+
+/** Clients refused for the connection limit that may wait for their StartupMessage at once. */
+const MAX_PENDING_REFUSALS = 64;
 
 /** A running proxy: its bound address, and how to reload or stop it. */
 export interface ProxyServer {
@@ -47,26 +50,26 @@ export async function startProxy(initial: LoadedConfig, logger: Logger): Promise
   let secure = loadTls(initial);
   const sessions = new Set<ClientSession>();
   const cancels = new CancelRegistry();
-  const verifiers = new VerifierCache();
+  const verifiers = new VerifierCache(authSecretFor(initial.config, initial.file));
   let nextId = 1;
   let closing = false;
+  let refusing = 0;
 
   const server = net.createServer({ noDelay: true }, (socket) => {
     const id = nextId++;
-    if (closing || sessions.size >= current.config.limits.max_client_connections) {
-      socket.on('error', () => {});
-      socket.end(
-        errorResponse({
-          severity: 'FATAL',
-          code: closing ? '57P03' : '53300',
-          message: closing ? 'the proxy is shutting down' : 'sorry, too many clients already',
-        }),
-      );
-      logger.warn(
-        { conn: id, event: 'refused', reason: closing ? 'shutdown' : 'max_client_connections' },
-        'connection refused',
-      );
+    const overLimit = sessions.size >= current.config.limits.max_client_connections;
+    // Refused clients still get a real FATAL after their StartupMessage, but only so many at once.
+    if ((closing || overLimit) && refusing >= MAX_PENDING_REFUSALS) {
+      socket.destroy();
       return;
+    }
+    let refusal: ErrorFields | undefined;
+    if (closing) refusal = { severity: 'FATAL', code: '57P03', message: 'the proxy is shutting down' };
+    else if (overLimit)
+      refusal = { severity: 'FATAL', code: '53300', message: 'sorry, too many clients already' };
+    if (refusal) {
+      refusing++;
+      logger.warn({ conn: id, event: 'refused', reason: refusal.code }, 'connection refused');
     }
     const session = new ClientSession(socket, id, {
       config: () => current,
@@ -74,8 +77,16 @@ export async function startProxy(initial: LoadedConfig, logger: Logger): Promise
       cancels,
       verifiers,
       tls: secure,
-      onClose: (s) => sessions.delete(s),
+      ...(refusal ? { refusal } : {}),
+      onClose: (s) => {
+        if (refusal) refusing--;
+        else sessions.delete(s);
+      },
     });
+    if (refusal) {
+      void session.run();
+      return;
+    }
     sessions.add(session);
     void session.run();
   });

@@ -46,6 +46,11 @@ export interface SessionContext {
   readonly cancels: CancelRegistry;
   readonly verifiers: VerifierCache;
   readonly tls: tls.SecureContext | undefined;
+  /**
+   * Set when the session must be refused once its StartupMessage has arrived (PostgreSQL reads the
+   * packet first, then answers FATAL 53300 too_many_connections or 57P03 cannot_connect_now).
+   */
+  readonly refusal?: ErrorFields;
   /** Called once when the session has ended (both sockets closed). */
   readonly onClose: (session: ClientSession) => void;
 }
@@ -174,6 +179,7 @@ export class ClientSession {
       startupParams = new Map([...packet.params].filter(([k]) => !k.startsWith('_pq_.')));
     }
 
+    if (this.ctx.refusal) throw new ClientError(this.ctx.refusal);
     const filtered = filterStartupParams(startupParams);
     const now = Date.now();
     const principal = findPrincipal(config, filtered.user, now);
@@ -193,7 +199,8 @@ export class ClientSession {
     try {
       upstream = await connectUpstream(target, filtered.upstream, config.limits.connect_timeout_ms);
     } catch (e) {
-      if (e instanceof UpstreamError) throw new ClientError({ ...e.fields, severity: 'FATAL' });
+      if (e instanceof UpstreamError)
+        throw new ClientError({ ...e.fields, severity: 'FATAL', localizedSeverity: undefined });
       throw e;
     }
     if (this.closed) {
@@ -227,7 +234,7 @@ export class ClientSession {
   /** SCRAM-SHA-256 (RFC 5802/7677); a wrong password and an unknown user get the same 28P01. */
   private async authenticate(queue: FrameQueue, user: string, principal: Principal | null): Promise<void> {
     const verifier = principal ? this.ctx.verifiers.forPrincipal(principal) : null;
-    const exchange = new ScramServerExchange(verifier, { user });
+    const exchange = new ScramServerExchange(verifier, { user, mockSecret: this.ctx.verifiers.secret });
     this.client.write(authenticationSASL([SCRAM_SHA_256]));
     const first = await queue.next(AUTH_TIMEOUT_MS);
     if (first.code !== FrontendCode.Password) throw new ProtocolError('expected SASL response');

@@ -10,7 +10,13 @@ import { createScramVerifier, parseScramVerifier, type ScramVerifier } from './s
  */
 export class VerifierCache {
   private readonly cache = new Map<string, ScramVerifier | null>();
-  private readonly secret = crypto.randomBytes(32);
+
+  /**
+   * @param secret bytes behind derived salts and the mock salts of unknown users; keep it stable
+   * across restarts (see {@link authSecretFor}) so an unknown user's fake salt stays as stable as a
+   * real user's, as PostgreSQL's mock_authentication_nonce does.
+   */
+  constructor(readonly secret: Buffer) {}
 
   /** The verifier the principal logs in with now, or null when it has none usable (a doomed exchange). */
   forPrincipal(p: Principal): ScramVerifier | null {
@@ -28,4 +34,18 @@ export class VerifierCache {
     this.cache.set(key, v);
     return v;
   }
+}
+
+/**
+ * A secret that is stable for a given config and unguessable without it: SHA-256 over every
+ * stored verifier and password of the config. Source: PostgreSQL's scram_mock_salt.
+ */
+export function authSecretFor(config: { users: object; api_keys: object }, file: string): Buffer {
+  return crypto
+    .createHash('sha256')
+    .update('pgwarden mock salt\0')
+    .update(file)
+    .update(JSON.stringify(config.users))
+    .update(JSON.stringify(config.api_keys))
+    .digest();
 }

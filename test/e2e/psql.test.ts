@@ -1,0 +1,78 @@
+// psql 15 through pgwarden: queries, \d, COPY both ways, errors.
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { psql } from '../helpers/psql.js';
+
+let proxy: TestProxy;
+beforeAll(async () => {
+  proxy = await startTestProxy();
+});
+afterAll(async () => {
+  await proxy.close();
+});
+
+describe('psql through pgwarden', () => {
+  test('alice counts users', async () => {
+    const r = await psql(proxy.url('alice'), ['-tA', '-c', 'select count(*) from users']);
+    expect(r.stderr).toBe('');
+    expect(Number(r.stdout.trim())).toBeGreaterThanOrEqual(12);
+  });
+
+  test('\\d users describes the table', async () => {
+    const r = await psql(proxy.url('alice'), ['-c', '\\d users']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Table "public.users"');
+    expect(r.stdout).toMatch(/ssn\s+\| text/);
+    expect(r.stdout).toContain('"users_pkey" PRIMARY KEY, btree (id)');
+  });
+
+  test('\\dt lists the three tables', async () => {
+    const r = await psql(proxy.url('dba'), ['-c', '\\dt']);
+    expect(r.code).toBe(0);
+    for (const t of ['orgs', 'users', 'orders'])
+      expect(r.stdout).toMatch(new RegExp(`public \\| ${t}\\s+\\| table`));
+  });
+
+  test('COPY out and back in (\\copy)', async () => {
+    const out = await psql(proxy.url('dba'), [
+      '-c',
+      '\\copy (select id, name from orgs order by id) to stdout with csv',
+    ]);
+    expect(out.code).toBe(0);
+    expect(out.stdout.split('\n')[0]).toBe('1,Acme Widgets');
+    const script = [
+      'begin;',
+      'create temp table orgs_copy (id int, name text);',
+      '\\copy orgs_copy from stdin with csv',
+      out.stdout.trimEnd(),
+      '\\.',
+      'select count(*) from orgs_copy;',
+      'rollback;',
+    ].join('\n');
+    const back = await psql(proxy.url('dba'), ['-tA'], `${script}\n`);
+    expect(back.stderr).toBe('');
+    expect(back.stdout).toContain('COPY 4');
+    expect(back.stdout.split('\n')).toContain('4');
+  });
+
+  test('an error shows its SQLSTATE and psql goes on', async () => {
+    const r = await psql(proxy.url('dba'), [
+      '-v',
+      'VERBOSITY=verbose',
+      '-v',
+      'ON_ERROR_STOP=0',
+      '-c',
+      'select 1/0',
+      '-c',
+      'select 7',
+    ]);
+    expect(r.stderr).toContain('ERROR:  22012: division by zero');
+    expect(r.stdout).toContain('7');
+  });
+
+  test('a wrong password fails with the server message', async () => {
+    const r = await psql(proxy.url('alice', 'wrong'), ['-c', 'select 1']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('password authentication failed for user "alice"');
+  });
+});
