@@ -74,15 +74,11 @@ export class QueryState {
     else if (mode.kind === 'test') this.sink.push({ use: 'test', clause: mode.clause, location: l, ...ref });
     else this.sink.push({ use: 'compute', context: mode.context, location: l, ...ref });
     // A generated column carries the columns it is computed from (DESIGN.md "Derived values").
+    // Tested, it is a test of them too; read any other way, a compute use.
     for (const from of col.generatedFrom) {
-      this.sink.push({
-        use: 'compute',
-        context: `generated column ${col.column}`,
-        location: l,
-        schema: col.schema,
-        table: col.table,
-        column: from,
-      });
+      const src = { schema: col.schema, table: col.table, column: from, location: l };
+      if (mode.kind === 'test') this.sink.push({ use: 'test', clause: mode.clause, ...src });
+      else this.sink.push({ use: 'compute', context: `generated column ${col.column}`, ...src });
     }
   }
 

@@ -4,6 +4,7 @@ import { QueryRefusal, unsupported } from './errors.js';
 import { type Env, plainReference, walkExpr } from './expression.js';
 import { figureColname } from './figure-colname.js';
 import { type Lineage, NO_ORIGIN, passUp } from './lineage.js';
+import { noOpCastOrigin } from './no-op-cast.js';
 import { list, loc, type Obj, obj, str, unwrap } from './node-kinds.js';
 import type { FromItem } from './scope.js';
 
