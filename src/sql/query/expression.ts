@@ -79,7 +79,9 @@ export function plainReference(env: Env, node: unknown): Lineage | null {
     const field = str(ib.sval);
     const col = item.columns.find((c) => c.name === field);
     if (!col) throw new QueryRefusal('42703', `column "${field}" not found in data type`, loc(argBody));
-    return lineageOfResolved(env, { kind: 'column', item, column: col }, loc(argBody));
+    const l = lineageOfResolved(env, { kind: 'column', item, column: col }, loc(argBody));
+    // (t).c is the column itself; a field of a row carried in a column is a FieldSelect, no origin.
+    return l && r.kind === 'column' ? { ...l, origin: { tableOid: 0, attnum: 0 } } : l;
   }
   return null;
 }

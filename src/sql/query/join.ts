@@ -5,6 +5,7 @@ import { type Env, walkExpr } from './expression.js';
 import { type FromResult, fromItem } from './from-clause.js';
 import { computedFrom, consume, type Lineage, passUp } from './lineage.js';
 import { names, type Obj, obj, str } from './node-kinds.js';
+import { renameColumns } from './relation-item.js';
 import type { FromItem, ItemColumn, NsItem, Scope } from './scope.js';
 import type { QueryState } from './state.js';
 
@@ -76,7 +77,12 @@ export function joinItem(state: QueryState, level: Scope, body: Obj): FromResult
   const joined: FromItem = {
     refname: alias ? str(alias.aliasname) : '',
     schema: null,
-    columns: [...merged, ...rest(left.whole), ...rest(right.whole)],
+    columns: renameColumns(
+      [...merged, ...rest(left.whole), ...rest(right.whole)],
+      alias,
+      alias ? str(alias.aliasname) : '',
+      location,
+    ),
     base: null,
     relation: null,
     open: left.whole.open || right.whole.open,

@@ -100,7 +100,7 @@ export function analyzeTargetList(env: Env, targets: unknown): OutColumn[] {
         sources: [],
         deferred: volatile ? [] : uses,
         rowOf: null,
-        origin: NO_ORIGIN,
+        origin: noOpCastOrigin(env, val) ?? NO_ORIGIN,
         requires: null,
       },
       location,
