@@ -7,8 +7,10 @@ import type { FunctionCall } from './analysis-types.js';
  * Stable or immutable pg_catalog functions that are nevertheless refused: they run SQL text, read a
  * whole relation by name or OID, or show other sessions or server files.
  * - `*_to_xml*` of a query, cursor, table, schema or database read rows no column reference shows;
- * - pg_stat_get_* report other sessions' activity (their query text holds literal values) and
- *   per-table counters; pg_mcv_list_items decodes most-common values (samples of column values);
+ * - pg_stat_get_activity, pg_stat_get_backend_* and pg_stat_get_progress_info show other
+ *   sessions' query text (holding their literal values) and clients; per-object counters
+ *   (pg_stat_get_numscans, … — DBeaver lists them beside indexes) stay allowed;
+ * - pg_mcv_list_items decodes most-common values (samples of column values);
  * - replication, subscription and server-configuration readers.
  * Volatile functions are refused unless listed in {@link ALLOWED_VOLATILE_FUNCTIONS}, which covers
  * query_to_xml, cursor_to_xml, ts_stat, ts_rewrite, pg_read_file, pg_read_binary_file, pg_ls_*dir,
@@ -29,17 +31,23 @@ const DENIED_STABLE_FUNCTIONS: ReadonlySet<string> = new Set([
   'pg_get_replication_slots',
   'pg_get_backend_memory_contexts',
   'pg_show_all_file_settings',
+  'pg_stat_get_activity',
+  'pg_stat_get_progress_info',
+  'pg_stat_get_wal_receiver',
+  'pg_stat_get_wal_senders',
+  'pg_stat_get_subscription',
+  'pg_stat_get_replication_slot',
 ]);
 
 /** Prefixes of refused stable pg_catalog functions (see {@link DENIED_STABLE_FUNCTIONS}). */
-const DENIED_PREFIXES: readonly string[] = ['pg_stat_get_'];
+const DENIED_PREFIXES: readonly string[] = ['pg_stat_get_backend_'];
 
 /**
  * Volatile pg_catalog functions allowed without MANAGE: they read no relation, file or SQL text.
  * random/setseed, clock_timestamp/timeofday, gen_random_uuid, sequence functions the session
  * itself drives (nextval, currval, lastval), advisory locks (a lock keyed on a hidden value is a
  * `compute` use of it and refused there), relation and database sizes (psql's `\dt+`, `\l+`), and
- * recovery state drivers ask for. pg_sleep, pg_notify and set_config are decided elsewhere
+ * partition trees (psql's `\d+`), and recovery state drivers ask for. pg_sleep, pg_notify and set_config are decided elsewhere
  * (pg_sleep and pg_notify need MANAGE; set_config: {@link SET_CONFIG}).
  */
 export const ALLOWED_VOLATILE_FUNCTIONS: ReadonlySet<string> = new Set([
@@ -69,6 +77,8 @@ export const ALLOWED_VOLATILE_FUNCTIONS: ReadonlySet<string> = new Set([
   'pg_database_size',
   'pg_tablespace_size',
   'pg_is_in_recovery',
+  'pg_partition_ancestors',
+  'pg_partition_tree',
   'pg_jit_available',
   'pg_stat_clear_snapshot',
 ]);
@@ -90,7 +100,8 @@ export type FunctionVerdict =
  * "Side channels"): user-defined functions (any schema but pg_catalog, and information_schema's
  * own `_pg_*` helpers) need MANAGE; pg_catalog immutable/stable functions are allowed unless they
  * read SQL text, relations or server state ({@link DENIED_STABLE_FUNCTIONS}); volatile ones only
- * when listed ({@link ALLOWED_VOLATILE_FUNCTIONS}). A function missing from the catalog is refused.
+ * when listed ({@link ALLOWED_VOLATILE_FUNCTIONS}). A function missing from the catalog counts as
+ * volatile.
  */
 export function checkFunction(call: FunctionCall, catalog: Catalog): FunctionVerdict {
   const reason = `function ${call.schema}.${call.name}`;
