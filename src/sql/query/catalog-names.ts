@@ -19,7 +19,7 @@ export function effectivePath(searchPath: readonly string[]): readonly string[] 
  */
 export function resolveRelation(
   relations: ReadonlyMap<string, CatalogRelation>,
-  namespaces: ReadonlySet<string>,
+  _namespaces: ReadonlySet<string>,
   path: readonly string[],
   schema: string | null,
   name: string,
@@ -28,8 +28,6 @@ export function resolveRelation(
   if (schema !== null) {
     const r = relations.get(`${schema}.${name}`);
     if (r) return r;
-    if (!namespaces.has(schema))
-      throw new QueryRefusal('3F000', `schema "${schema}" does not exist`, location);
     throw new QueryRefusal('42P01', `relation "${schema}.${name}" does not exist`, location);
   }
   for (const s of effectivePath(path)) {
