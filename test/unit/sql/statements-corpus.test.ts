@@ -4,7 +4,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import type { Analysis, ColumnUse, Requirement, SessionEffect, StatementAnalysis } from '../../../src/sql/analysis-types.js';
+import type {
+  Analysis,
+  ColumnUse,
+  Requirement,
+  SessionEffect,
+  StatementAnalysis,
+} from '../../../src/sql/analysis-types.js';
 import { analyze, loadParser } from '../../../src/sql/analyze.js';
 import { loadDemoCatalog } from '../../fixtures/demo-catalog.js';
 
@@ -135,7 +141,9 @@ for (const file of files) {
         const a = analyze(c.sql, {
           catalog,
           searchPath: c.searchPath ?? ['public'],
-          ...(c.transactionStartSearchPath ? { transactionStartSearchPath: c.transactionStartSearchPath } : {}),
+          ...(c.transactionStartSearchPath
+            ? { transactionStartSearchPath: c.transactionStartSearchPath }
+            : {}),
         });
         checkCase(a, c);
       });
