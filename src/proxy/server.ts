@@ -6,8 +6,12 @@ import tls from 'node:tls';
 import type { Logger } from 'pino';
 import type { LoadedConfig } from '../policy/config-load.js';
 import { splitHostPort } from '../policy/config-schema.js';
+import { DecisionCache } from '../policy/decision-cache.js';
+import { createAnalysisCache } from '../sql/analyze.js';
 import type { ErrorFields } from '../wire/backend.js';
+import { AuditLog } from './audit.js';
 import { CancelRegistry } from './cancel-registry.js';
+import { CatalogSource } from './catalog-source.js';
 import { ClientSession } from './session.js';
 import { authSecretFor, VerifierCache } from './verifier-cache.js';
 
@@ -51,6 +55,10 @@ export async function startProxy(initial: LoadedConfig, logger: Logger): Promise
   const sessions = new Set<ClientSession>();
   const cancels = new CancelRegistry();
   const verifiers = new VerifierCache(authSecretFor(initial.config, initial.file));
+  const catalogs = new CatalogSource(initial.config.catalog.ttl_seconds * 1000);
+  const analyses = createAnalysisCache();
+  const decisions = new DecisionCache();
+  const audit = new AuditLog(logger);
   let nextId = 1;
   let closing = false;
   let refusing = 0;
@@ -77,6 +85,10 @@ export async function startProxy(initial: LoadedConfig, logger: Logger): Promise
       cancels,
       verifiers,
       tls: secure,
+      catalogs,
+      analyses,
+      decisions,
+      audit,
       ...(refusal ? { refusal } : {}),
       onClose: (s) => {
         if (refusal) refusing--;

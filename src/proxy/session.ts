@@ -3,7 +3,13 @@ import type net from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
 import type { LoadedConfig } from '../policy/config-load.js';
+import { checkDatabaseAccess } from '../policy/database-access.js';
+import type { DecisionCache } from '../policy/decision-cache.js';
 import { findPrincipal, type Principal } from '../policy/principals.js';
+import { resolveRoles } from '../policy/resolve-roles.js';
+import type { AnalysisCache } from '../sql/analyze.js';
+import { loadParser, majorOfServerVersion } from '../sql/parser.js';
+import { parseSearchPathText } from '../sql/search-path-text.js';
 import {
   authenticationOk,
   authenticationSASL,
@@ -16,13 +22,17 @@ import {
   readyForQuery,
   sslRefused,
 } from '../wire/backend.js';
-import { BackendCode, FrontendCode } from '../wire/codes.js';
-import { type Frame, MessageFramer } from '../wire/framer.js';
+import { FrontendCode } from '../wire/codes.js';
+import { MessageFramer } from '../wire/framer.js';
 import { decodeSASLInitialResponse, decodeSASLResponse, decodeStartupPacket } from '../wire/frontend.js';
 import { ProtocolError } from '../wire/protocol-error.js';
+import type { AuditLog } from './audit.js';
 import type { CancelRegistry } from './cancel-registry.js';
+import type { CatalogSource } from './catalog-source.js';
 import { FrameQueue } from './frame-queue.js';
+import { Relay } from './relay.js';
 import { SCRAM_SHA_256, ScramServerExchange } from './scram.js';
+import { SearchPathTracker } from './search-path-tracker.js';
 import { filterStartupParams, StartupParamError } from './startup-params.js';
 import {
   connectUpstream,
@@ -46,6 +56,10 @@ export interface SessionContext {
   readonly cancels: CancelRegistry;
   readonly verifiers: VerifierCache;
   readonly tls: tls.SecureContext | undefined;
+  readonly catalogs: CatalogSource;
+  readonly analyses: AnalysisCache;
+  readonly decisions: DecisionCache;
+  readonly audit: AuditLog;
   /**
    * Set when the session must be refused once its StartupMessage has arrived (PostgreSQL reads the
    * packet first, then answers FATAL 53300 too_many_connections or 57P03 cannot_connect_now).
@@ -79,9 +93,9 @@ export class ClientSession {
   private upstream: UpstreamSession | undefined;
   private readonly log: Logger;
   private closed = false;
-  /** Query and Sync messages sent upstream whose ReadyForQuery has not come back yet. */
-  private inFlight = 0;
+  private relay: Relay | undefined;
   private draining = false;
+  private roles: readonly string[] = [];
   private cancelKey: number | undefined;
   private principal: Principal | undefined;
 
@@ -111,9 +125,9 @@ export class ClientSession {
     }
   }
 
-  /** True while a statement is running upstream. */
+  /** True while a statement is being decided or running upstream. */
   get busy(): boolean {
-    return this.inFlight > 0;
+    return this.relay?.busy ?? false;
   }
 
   /**
@@ -190,10 +204,25 @@ export class ClientSession {
     queue.detach();
     this.principal = principal ?? undefined;
 
-    const db = Object.hasOwn(config.databases, filtered.database)
-      ? config.databases[filtered.database]
-      : undefined;
-    if (!db) throw fatal('3D000', `database "${filtered.database}" does not exist`);
+    if (!principal) throw fatal('28P01', `password authentication failed for user "${filtered.user}"`);
+    if (filtered.pgwarden.viewer !== undefined) {
+      throw fatal('28000', 'connecting on behalf of a viewer (pgwarden.viewer) is not available yet');
+    }
+    const resolution = resolveRoles(config, principal, {
+      ...(filtered.pgwarden.role !== undefined ? { requestedRole: filtered.pgwarden.role } : {}),
+    });
+    if (!resolution.ok) throw fatal(resolution.sqlstate, resolution.message);
+    this.roles = resolution.roles;
+    const access = checkDatabaseAccess(config, resolution.roles, filtered.database, config.mode);
+    if (!access.ok) {
+      throw new ClientError({
+        severity: 'FATAL',
+        code: access.sqlstate,
+        message: access.message,
+        ...(access.detail ? { detail: access.detail } : {}),
+      });
+    }
+    const db = config.databases[filtered.database] as { url: string };
     const target = parseUpstreamUrl(db.url);
     let upstream: UpstreamSession;
     try {
@@ -208,6 +237,32 @@ export class ClientSession {
       return;
     }
     this.upstream = upstream;
+    // The parser's major must be the server's (DESIGN.md "Parsing"): no parser, no session.
+    try {
+      await loadParser(majorOfServerVersion(upstream.serverVersionNum));
+    } catch (e) {
+      upstream.socket.destroy();
+      throw fatal('0A000', (e as Error).message);
+    }
+    let catalog: Awaited<ReturnType<CatalogSource['get']>>;
+    try {
+      catalog = await this.ctx.catalogs.get(filtered.database, db.url);
+    } catch (e) {
+      upstream.socket.destroy();
+      throw fatal(
+        '08006',
+        `pgwarden cannot read the catalog of database "${filtered.database}": ${(e as Error).message}`,
+      );
+    }
+    let startPath = catalog.defaultSearchPath;
+    if (filtered.searchPath !== undefined) {
+      const parsed = parseSearchPathText(filtered.searchPath);
+      if (!parsed) {
+        upstream.socket.destroy();
+        throw fatal('22023', `invalid value for parameter "search_path": "${filtered.searchPath}"`);
+      }
+      startPath = parsed;
+    }
     const key = this.ctx.cancels.issue({
       processId: upstream.processId,
       secretKey: upstream.secretKey,
@@ -228,7 +283,46 @@ export class ClientSession {
       },
       'session ready',
     );
-    this.startRelay(config.limits.max_message_bytes);
+    const database = filtered.database;
+    const relay = new Relay({
+      client: this.client,
+      upstream,
+      log: this.log,
+      audit: this.ctx.audit,
+      connId: this.id,
+      identity: principal.name,
+      gateSession: {
+        config,
+        roles: resolution.roles,
+        database,
+        connection: config.mode,
+        paths: new SearchPathTracker(startPath),
+        names: { prepared: new Map(), cursors: new Map() },
+        catalog: async (refresh) => {
+          if (refresh) this.ctx.catalogs.invalidate(database);
+          return this.ctx.catalogs.get(database, db.url);
+        },
+      },
+      cache: this.ctx.analyses,
+      decide: (analysis, roles, dctx) => this.ctx.decisions.decide(analysis, roles, dctx),
+      invalidateCatalog: () => this.ctx.catalogs.invalidate(database),
+      maxMessageBytes: config.limits.max_message_bytes,
+      terminate: (f) => this.terminate(f ? new ClientError(f) : undefined),
+      onTransactionStatus: () => {
+        // After the ReadyForQuery has been written: a draining session closes between statements.
+        if (this.draining) setImmediate(() => !this.busy && this.shutdown());
+      },
+    });
+    this.relay = relay;
+    upstream.socket.on('error', (e) => this.log.warn({ err: e.message }, 'upstream socket error'));
+    upstream.socket.on('close', () => {
+      if (!this.closed) {
+        this.log.info({ event: 'upstream-closed' }, 'upstream closed');
+        this.client.end();
+        this.close('upstream closed');
+      }
+    });
+    relay.start();
   }
 
   /** SCRAM-SHA-256 (RFC 5802/7677); a wrong password and an unknown user get the same 28P01. */
@@ -280,87 +374,17 @@ export class ClientSession {
     this.terminate(new ClientError(fields));
   }
 
-  /** Relays messages both ways; original bytes are forwarded, with backpressure in both directions. */
-  private startRelay(maxMessageBytes: number): void {
-    const up = this.upstream as UpstreamSession;
-    const client = this.client;
-    const upSocket = up.socket;
-    const clientFramer = new MessageFramer({ maxMessageBytes, startup: false });
-
-    client.on('data', (chunk: Buffer) => {
-      let frames: Frame[];
-      try {
-        frames = clientFramer.push(chunk);
-      } catch (e) {
-        const err = e as ProtocolError;
-        this.log.warn({ event: 'protocol-violation', msg: err.message }, 'malformed message from client');
-        this.terminate(fatal(err.sqlstate ?? '08P01', err.message));
-        return;
-      }
-      upSocket.cork();
-      for (const f of frames) {
-        if (f.code === FrontendCode.Terminate) {
-          upSocket.uncork();
-          upSocket.end(f.bytes);
-          this.terminate();
-          return;
-        }
-        if (f.code === FrontendCode.Query || f.code === FrontendCode.Sync) this.inFlight++;
-        upSocket.write(f.bytes);
-      }
-      upSocket.uncork();
-      if (upSocket.writableNeedDrain) {
-        client.pause();
-        upSocket.once('drain', () => client.resume());
-      }
-    });
-
-    const onUpstreamFrames = (frames: readonly Frame[]) => {
-      for (const f of frames) {
-        if (f.code === BackendCode.ReadyForQuery && this.inFlight > 0) this.inFlight--;
-      }
-    };
-    onUpstreamFrames(up.pending);
-    for (const f of up.pending) client.write(f.bytes);
-    upSocket.on('data', (chunk: Buffer) => {
-      let frames: Frame[];
-      try {
-        frames = up.framer.push(chunk);
-      } catch (e) {
-        this.log.error(
-          { event: 'upstream-protocol', msg: (e as Error).message },
-          'malformed message from upstream',
-        );
-        this.terminate(fatal('08P01', 'lost synchronization with the upstream server'));
-        return;
-      }
-      onUpstreamFrames(frames);
-      // Nothing is rewritten yet: the chunk goes out as it came, partial message included.
-      client.write(chunk);
-      if (client.writableNeedDrain) {
-        upSocket.pause();
-        client.once('drain', () => upSocket.resume());
-      }
-      if (this.draining && !this.busy) this.shutdown();
-    });
-    upSocket.on('error', (e) => this.log.warn({ err: e.message }, 'upstream socket error'));
-    upSocket.on('close', () => {
-      if (!this.closed) {
-        this.log.info({ event: 'upstream-closed' }, 'upstream closed');
-        client.end();
-        this.close('upstream closed');
-      }
-    });
-    upSocket.resume();
-  }
-
   private close(reason: string): void {
     if (this.closed) return;
     this.closed = true;
+    this.relay?.stop();
     if (this.cancelKey !== undefined) this.ctx.cancels.release(this.cancelKey);
     this.upstream?.socket.destroySoon();
     if (!this.client.destroyed) this.client.destroySoon();
-    this.log.info({ event: 'close', reason, user: this.principal?.name }, 'connection closed');
+    this.log.info(
+      { event: 'close', reason, user: this.principal?.name, roles: this.roles },
+      'connection closed',
+    );
     this.ctx.onClose(this);
   }
 }

@@ -41,13 +41,12 @@ describe('psql through pgwarden', () => {
     expect(out.code).toBe(0);
     expect(out.stdout.split('\n')[0]).toBe('1,Acme Widgets');
     const script = [
-      'begin;',
-      'create temp table orgs_copy (id int, name text);',
+      'create table orgs_copy (id int, name text);',
       '\\copy orgs_copy from stdin with csv',
       out.stdout.trimEnd(),
       '\\.',
       'select count(*) from orgs_copy;',
-      'rollback;',
+      'drop table orgs_copy;',
     ].join('\n');
     const back = await psql(proxy.url('dba'), ['-tA'], `${script}\n`);
     expect(back.stderr).toBe('');

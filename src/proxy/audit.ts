@@ -1,0 +1,135 @@
+// Audit lines: one per statement, with the normalized text (literals replaced, never the raw values).
+import type { Logger } from 'pino';
+
+/**
+ * Replaces every literal of a SQL text by `?`: string constants ('…', E'…', U&'…', B'…', X'…'),
+ * dollar-quoted strings and numbers; comments are dropped; identifiers and keywords stay.
+ * A text this scanner cannot end cleanly (an unterminated quote) is logged as `[unterminated]`
+ * rather than risk printing a value. Output: the normalized text, whitespace collapsed.
+ */
+export function normalizeForAudit(sql: string): string {
+  let out = '';
+  let i = 0;
+  const n = sql.length;
+  while (i < n) {
+    const ch = sql[i] as string;
+    const next = sql[i + 1];
+    if (ch === '-' && next === '-') {
+      while (i < n && sql[i] !== '\n') i++;
+      out += ' ';
+      continue;
+    }
+    if (ch === '/' && next === '*') {
+      let depth = 1;
+      i += 2;
+      while (i < n && depth > 0) {
+        if (sql[i] === '/' && sql[i + 1] === '*') {
+          depth++;
+          i += 2;
+        } else if (sql[i] === '*' && sql[i + 1] === '/') {
+          depth--;
+          i += 2;
+        } else i++;
+      }
+      if (depth > 0) return '[unterminated]';
+      out += ' ';
+      continue;
+    }
+    if (ch === '"') {
+      let j = i + 1;
+      for (;;) {
+        const k = sql.indexOf('"', j);
+        if (k < 0) return '[unterminated]';
+        if (sql[k + 1] === '"') j = k + 2;
+        else {
+          j = k + 1;
+          break;
+        }
+      }
+      out += sql.slice(i, j);
+      i = j;
+      continue;
+    }
+    // A string constant, possibly prefixed by E, U&, B or X.
+    const prefix = /^(?:[eEbBxXnN]|[uU]&)?'/.exec(sql.slice(i, i + 3));
+    if (prefix && (i === 0 || !/[A-Za-z0-9_$]/.test(sql[i - 1] as string))) {
+      const backslashes = /^[eE]/.test(prefix[0]);
+      let j = i + prefix[0].length;
+      for (;;) {
+        if (j >= n) return '[unterminated]';
+        const c = sql[j];
+        if (backslashes && c === '\\') j += 2;
+        else if (c === "'" && sql[j + 1] === "'") j += 2;
+        else if (c === "'") {
+          j++;
+          break;
+        } else j++;
+      }
+      out += '?';
+      i = j;
+      continue;
+    }
+    if (ch === '$') {
+      const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i));
+      if (tag && (i === 0 || !/[A-Za-z0-9_]/.test(sql[i - 1] as string))) {
+        const end = sql.indexOf(tag[0], i + tag[0].length);
+        if (end < 0) return '[unterminated]';
+        out += '?';
+        i = end + tag[0].length;
+        continue;
+      }
+    }
+    if (/[0-9]/.test(ch) || (ch === '.' && /[0-9]/.test(next ?? ''))) {
+      if (i > 0 && /[A-Za-z_$]/.test(sql[i - 1] as string)) {
+        out += ch;
+        i++;
+        continue;
+      }
+      const num =
+        /^(?:0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|(?:[0-9][0-9_]*)?\.?[0-9_]*(?:[eE][+-]?[0-9]+)?)/.exec(
+          sql.slice(i),
+        );
+      const len = num?.[0].length || 1;
+      out += '?';
+      i += len;
+      continue;
+    }
+    out += ch;
+    i++;
+  }
+  return out.replace(/\s+/g, ' ').trim();
+}
+
+/** One audit event (issue 5 "Audit"). Durations in milliseconds; `rows` from the CommandComplete tag. */
+export interface AuditEvent {
+  readonly conn: number;
+  readonly identity: string;
+  readonly viewer?: string;
+  readonly roles: readonly string[];
+  readonly database: string;
+  readonly kind: string;
+  readonly sql: string;
+  readonly decision: 'allowed' | 'masked' | 'refused';
+  readonly masked?: readonly string[];
+  readonly reason?: string;
+  readonly rule?: string;
+  readonly sqlstate?: string;
+  readonly durationMs?: number;
+  readonly rows?: number;
+}
+
+/** Writes audit events as pino lines tagged `audit: true` (a separate file when `audit.file` is set). */
+export class AuditLog {
+  constructor(private readonly logger: Logger) {}
+
+  /** Logs one statement; `sql` must already be normalized. */
+  write(e: AuditEvent): void {
+    this.logger.info({ audit: true, ...e }, 'statement');
+  }
+}
+
+/** Rows from a CommandComplete tag: `SELECT 5`, `INSERT 0 3`, `UPDATE 2`, `COPY 10` → the last number. */
+export function rowsOfTag(tag: string): number | undefined {
+  const m = / (\d+)$/.exec(tag);
+  return m ? Number(m[1]) : undefined;
+}

@@ -1,0 +1,48 @@
+// Gives sessions the current Catalog of their upstream database, read with the server-held login.
+import pg from 'pg';
+import { CatalogCache } from '../catalog/catalog-cache.js';
+import { readCatalog } from '../catalog/read-catalog.js';
+import type { Catalog } from '../catalog/types.js';
+
+/**
+ * One CatalogCache shared by every session of a proxy, keyed by the client-facing database
+ * name. A load opens a short-lived `pg` connection with the database's configured URL (the
+ * same login the sessions use, so `defaultSearchPath` is what their sessions start with),
+ * reads, and closes it. Refresh points (issue 5 "Catalog freshness"): `invalidate` after DDL,
+ * on an unknown relation or column, on a RowDescription that disagrees with the analysis, and
+ * the TTL (`catalog.ttl_seconds`).
+ */
+export class CatalogSource {
+  private readonly cache: CatalogCache;
+
+  /** @param ttlMs how long a loaded catalog stays current, in milliseconds. */
+  constructor(ttlMs: number) {
+    this.cache = new CatalogCache({ ttlMs });
+  }
+
+  /**
+   * The current catalog of `database` (upstream `url`). Rejects with pg's error (its SQLSTATE in
+   * `code`) when the upstream cannot be read; the caller refuses the statement then.
+   */
+  get(database: string, url: string): Promise<Catalog> {
+    return this.cache.get(database, async (version) => {
+      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+      await client.connect();
+      try {
+        return await readCatalog(client, version);
+      } finally {
+        await client.end().catch(() => {});
+      }
+    });
+  }
+
+  /** The catalog already loaded for `database`, without loading. */
+  peek(database: string): Catalog | undefined {
+    return this.cache.peek(database);
+  }
+
+  /** Makes the next `get` read the catalog again (with a higher version). */
+  invalidate(database: string): void {
+    this.cache.invalidate(database);
+  }
+}

@@ -1,0 +1,742 @@
+// The relay after start-up: every client message decided before it is sent, every reply checked and masked.
+import type net from 'node:net';
+import type { Logger } from 'pino';
+import type { Refusal } from '../policy/decision-types.js';
+import type { AnalysisCache } from '../sql/analyze.js';
+import {
+  decodeCommandComplete,
+  decodeErrorResponse,
+  decodeParameterStatus,
+  decodeReadyForQuery,
+  type ErrorFields,
+  errorResponse,
+} from '../wire/backend.js';
+import { BackendCode, FrontendCode } from '../wire/codes.js';
+import { type Frame, MessageFramer } from '../wire/framer.js';
+import {
+  decodeBind,
+  decodeClose,
+  decodeDescribe,
+  decodeExecute,
+  decodeParse,
+  decodeQuery,
+} from '../wire/frontend.js';
+import { bind as encodeBind, query as encodeQuery } from '../wire/frontend-encode.js';
+import type { ProtocolError } from '../wire/protocol-error.js';
+import { type AuditLog, normalizeForAudit, rowsOfTag } from './audit.js';
+import { redactError } from './error-redaction.js';
+import { maskDataRow, maskRowDescription, originMismatch } from './masking.js';
+import { type Decider, type GateSession, gate, type StatementPlan } from './statement-gate.js';
+import type { UpstreamSession } from './upstream.js';
+
+/** A bound portal: the plan of its statement and the statement's text (for the audit). */
+interface PortalEntry {
+  readonly plan: StatementPlan | null;
+  readonly sql: string;
+}
+
+/** A protocol-level prepared statement: its text and the plan decided for it, with what it was decided under. */
+interface PreparedEntry {
+  readonly sql: string;
+  readonly plan: StatementPlan | null;
+  readonly pathVersion: number;
+  readonly catalogVersion: number;
+}
+
+/** Replies the upstream owes us, in order (DESIGN.md "a queue of expected replies"). */
+type Expect =
+  | {
+      readonly t: 'query';
+      readonly plans: readonly StatementPlan[];
+      index: number;
+      readonly sql: string;
+      readonly started: number;
+    }
+  | { readonly t: 'parse'; readonly entry: PreparedEntry; readonly undo: () => void }
+  | { readonly t: 'bind'; readonly undo: () => void }
+  | { readonly t: 'describe'; readonly plan: StatementPlan | null }
+  | {
+      readonly t: 'execute';
+      readonly plan: StatementPlan | null;
+      readonly sql: string;
+      readonly started: number;
+    }
+  | { readonly t: 'close'; readonly undo: () => void }
+  | { readonly t: 'sync' }
+  /** A message we sent in place of a refused one, so the upstream's transaction fails as Postgres's would. */
+  | { readonly t: 'probe'; readonly error: Buffer; readonly untilReady: boolean };
+
+/** What the relay needs from its session. */
+export interface RelayOptions {
+  readonly client: net.Socket;
+  readonly upstream: UpstreamSession;
+  readonly log: Logger;
+  readonly audit: AuditLog;
+  readonly connId: number;
+  readonly identity: string;
+  readonly gateSession: GateSession;
+  readonly cache: AnalysisCache;
+  readonly decide: Decider;
+  readonly invalidateCatalog: () => void;
+  readonly maxMessageBytes: number;
+  /** Ends the session with a FATAL (or quietly). */
+  readonly terminate: (fatal?: ErrorFields) => void;
+  readonly onTransactionStatus: (status: 'I' | 'T' | 'E') => void;
+}
+
+/**
+ * A statement name no client can send: Bind to it fails with 26000 at the upstream without side
+ * effects (exec_bind_message looks the statement up before it creates a portal), which aborts
+ * the upstream transaction exactly as the refused message would have in Postgres.
+ */
+const PROBE_STATEMENT = 'pgwarden\u0001refused';
+/** A simple-query probe: a syntax error, answered ErrorResponse + ReadyForQuery with no effect. */
+const PROBE_QUERY = 'pgwarden_refused';
+
+function refusalFields(r: Refusal): ErrorFields {
+  return {
+    severity: 'ERROR',
+    code: r.sqlstate,
+    message: r.message,
+    ...(r.detail ? { detail: r.detail } : {}),
+    ...(r.hint ? { hint: r.hint } : {}),
+    ...(r.position !== undefined ? { position: r.position } : {}),
+  };
+}
+
+/**
+ * Enforcement on the wire (DESIGN.md "On the wire", issue 5): Simple Query and the extended
+ * protocol are decided before anything is sent; refusals become ErrorResponse with the upstream's
+ * transaction failed the same way; replies are masked, checked against the predicted origins, and
+ * errors redacted; SQL-level and protocol-level prepared statements, portals and cursors carry
+ * their plans. Original bytes are forwarded where nothing changes.
+ */
+export class Relay {
+  private readonly framer: MessageFramer;
+  private readonly expects: Expect[] = [];
+  private readonly statements = new Map<string, PreparedEntry>();
+  private readonly portals = new Map<string, PortalEntry>();
+  /** Client messages waiting for the one being decided (decisions may await a catalog load). */
+  private readonly inbox: Frame[] = [];
+  private working = false;
+  /** After a refusal or error in an extended batch: drop client messages until Sync, as Postgres does. */
+  private skipping = false;
+  /** After an origin mismatch: drop upstream replies until ReadyForQuery. */
+  private discarding = false;
+  private status: 'I' | 'T' | 'E' = 'I';
+  private batchOpen = false;
+  private closed = false;
+
+  constructor(private readonly o: RelayOptions) {
+    this.framer = new MessageFramer({ maxMessageBytes: o.maxMessageBytes, startup: false });
+  }
+
+  /** Transaction status of the last ReadyForQuery. */
+  get transactionStatus(): 'I' | 'T' | 'E' {
+    return this.status;
+  }
+
+  /** True while replies are owed (a statement is running upstream). */
+  get busy(): boolean {
+    return this.expects.length > 0 || this.inbox.length > 0 || this.working;
+  }
+
+  /** Starts relaying both ways. */
+  start(): void {
+    const { client, upstream } = this.o;
+    client.on('data', (chunk: Buffer) => this.fromClient(chunk));
+    for (const f of upstream.pending) this.fromUpstreamFrames([f]);
+    upstream.socket.on('data', (chunk: Buffer) => {
+      let frames: Frame[];
+      try {
+        frames = upstream.framer.push(chunk);
+      } catch (e) {
+        this.o.log.error(
+          { event: 'upstream-protocol', msg: (e as Error).message },
+          'malformed message from upstream',
+        );
+        this.o.terminate({
+          severity: 'FATAL',
+          code: '08P01',
+          message: 'lost synchronization with the upstream server',
+        });
+        return;
+      }
+      this.fromUpstreamFrames(frames);
+    });
+    upstream.socket.resume();
+  }
+
+  /** Stops processing (the session is closing). */
+  stop(): void {
+    this.closed = true;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Client → upstream
+  // ---------------------------------------------------------------------------------------------
+
+  private fromClient(chunk: Buffer): void {
+    let frames: Frame[];
+    try {
+      frames = this.framer.push(chunk);
+    } catch (e) {
+      const err = e as ProtocolError;
+      this.o.log.warn({ event: 'protocol-violation', msg: err.message }, 'malformed message from client');
+      this.o.terminate({ severity: 'FATAL', code: err.sqlstate ?? '08P01', message: err.message });
+      return;
+    }
+    this.inbox.push(...frames);
+    if (!this.working) void this.drain();
+  }
+
+  /** Handles queued client messages one at a time, in order; pauses the client while deciding. */
+  private async drain(): Promise<void> {
+    this.working = true;
+    const up = this.o.upstream.socket;
+    try {
+      while (this.inbox.length > 0 && !this.closed) {
+        const frame = this.inbox.shift() as Frame;
+        up.cork();
+        try {
+          const pending = this.handleClient(frame);
+          if (pending) {
+            up.uncork();
+            this.o.client.pause();
+            await pending;
+            this.o.client.resume();
+          }
+        } finally {
+          up.uncork();
+        }
+      }
+      if (up.writableNeedDrain) {
+        this.o.client.pause();
+        up.once('drain', () => this.o.client.resume());
+      }
+    } catch (e) {
+      this.o.log.error({ event: 'relay-error', err: (e as Error).stack }, 'relay failed');
+      this.o.terminate({ severity: 'FATAL', code: 'XX000', message: 'pgwarden internal error' });
+    } finally {
+      this.working = false;
+    }
+  }
+
+  private send(bytes: Buffer): void {
+    this.o.upstream.socket.write(bytes);
+  }
+
+  /** One client message; returns a promise when it must wait for a decision. */
+  private handleClient(f: Frame): Promise<void> | undefined {
+    switch (f.code) {
+      case FrontendCode.Query:
+        if (this.skipping) return undefined;
+        return this.simpleQuery(f);
+      case FrontendCode.Parse:
+        if (this.skipping) return undefined;
+        return this.parse(f);
+      case FrontendCode.Bind:
+        if (this.skipping) return undefined;
+        return this.bind(f);
+      case FrontendCode.Describe:
+        if (!this.skipping) this.describe(f);
+        return undefined;
+      case FrontendCode.Execute:
+        if (!this.skipping) this.execute(f);
+        return undefined;
+      case FrontendCode.Close:
+        if (!this.skipping) this.close(f);
+        return undefined;
+      case FrontendCode.Sync:
+        this.skipping = false;
+        this.startBatch();
+        this.batchOpen = false;
+        this.expects.push({ t: 'sync' });
+        this.send(f.bytes);
+        return undefined;
+      case FrontendCode.Flush:
+      case FrontendCode.CopyData:
+      case FrontendCode.CopyDone:
+      case FrontendCode.CopyFail:
+        this.send(f.bytes);
+        return undefined;
+      case FrontendCode.FunctionCall:
+        this.startBatch();
+        this.refuseSimple({
+          sqlstate: '42501',
+          message: 'the fast-path function call interface is not allowed through pgwarden',
+        });
+        return undefined;
+      case FrontendCode.Terminate:
+        this.o.upstream.socket.end(f.bytes);
+        this.o.terminate();
+        return undefined;
+      default:
+        this.o.terminate({
+          severity: 'FATAL',
+          code: '08P01',
+          message: `invalid frontend message type ${f.code}`,
+        });
+        return undefined;
+    }
+  }
+
+  private startBatch(): void {
+    if (!this.batchOpen) {
+      this.o.gateSession.paths.batchStarted(this.status);
+      this.batchOpen = true;
+    }
+  }
+
+  private auditRefusal(sql: string, r: Refusal, kind = 'UNKNOWN'): void {
+    const s = this.o.gateSession;
+    this.o.audit.write({
+      conn: this.o.connId,
+      identity: this.o.identity,
+      roles: s.roles,
+      database: s.database,
+      kind,
+      sql: normalizeForAudit(sql),
+      decision: 'refused',
+      reason: r.message,
+      sqlstate: r.sqlstate,
+      ...(r.rule ? { rule: `roles.${r.rule.role}.permissions[${r.rule.index}]` } : {}),
+    });
+  }
+
+  private auditDone(plan: StatementPlan | null, sql: string, started: number, tag: string): void {
+    const s = this.o.gateSession;
+    const masked = plan ? [...plan.mask].map((i) => plan.statement.resultColumns[i]?.name ?? String(i)) : [];
+    const rows = rowsOfTag(tag);
+    this.o.audit.write({
+      conn: this.o.connId,
+      identity: this.o.identity,
+      roles: s.roles,
+      database: s.database,
+      kind: plan?.statement.kind ?? 'UNKNOWN',
+      sql: normalizeForAudit(
+        plan
+          ? sql.slice(plan.statement.location, plan.statement.location + plan.statement.length || undefined)
+          : sql,
+      ),
+      decision: masked.length > 0 ? 'masked' : 'allowed',
+      ...(masked.length > 0 ? { masked } : {}),
+      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+      ...(rows !== undefined ? { rows } : {}),
+    });
+  }
+
+  /** Refuses a Query or FunctionCall: a syntax-error probe upstream, its ErrorResponse replaced by ours. */
+  private refuseSimple(r: Refusal): void {
+    this.expects.push({ t: 'probe', error: errorResponse(refusalFields(r)), untilReady: true });
+    this.send(encodeQuery(PROBE_QUERY));
+  }
+
+  /** Refuses an extended-protocol message: a failing Bind probe, then skip to Sync. */
+  private refuseExtended(r: Refusal): void {
+    this.expects.push({ t: 'probe', error: errorResponse(refusalFields(r)), untilReady: false });
+    this.send(encodeBind({ portal: '', statement: PROBE_STATEMENT }));
+    this.skipping = true;
+  }
+
+  private async catalogFailure(e: unknown): Promise<Refusal> {
+    this.o.log.error(
+      { event: 'catalog-failed', err: (e as Error).message },
+      'cannot read the upstream catalog',
+    );
+    return {
+      sqlstate: '08006',
+      message: 'pgwarden cannot read the upstream catalog now; the statement was not sent',
+    };
+  }
+
+  private async simpleQuery(f: Frame): Promise<void> {
+    const { sql } = decodeQuery(f.payload);
+    this.startBatch();
+    const started = performance.now();
+    let result: Awaited<ReturnType<typeof gate>>;
+    try {
+      result = await gate(sql, this.o.gateSession, this.o.cache, this.o.decide);
+    } catch (e) {
+      this.refuseSimple(await this.catalogFailure(e));
+      return;
+    }
+    if (!result.ok) {
+      this.auditRefusal(sql, result.refusal, result.statement?.kind);
+      this.refuseSimple(result.refusal);
+      return;
+    }
+    this.expects.push({ t: 'query', plans: result.plans, index: 0, sql, started });
+    this.send(f.bytes);
+    this.batchOpen = false;
+  }
+
+  private async parse(f: Frame): Promise<void> {
+    const { name, sql } = decodeParse(f.payload);
+    this.startBatch();
+    let result: Awaited<ReturnType<typeof gate>>;
+    try {
+      result = await gate(sql, this.o.gateSession, this.o.cache, this.o.decide);
+    } catch (e) {
+      this.refuseExtended(await this.catalogFailure(e));
+      return;
+    }
+    if (!result.ok) {
+      this.auditRefusal(sql, result.refusal, result.statement?.kind);
+      this.refuseExtended(result.refusal);
+      return;
+    }
+    if (result.plans.length > 1) {
+      this.refuseExtended({
+        sqlstate: '42601',
+        message: 'cannot insert multiple commands into a prepared statement',
+      });
+      return;
+    }
+    const entry: PreparedEntry = {
+      sql,
+      plan: result.plans[0] ?? null,
+      pathVersion: this.o.gateSession.paths.version,
+      catalogVersion: result.catalog.version,
+    };
+    // Pipelined Bind/Describe may follow before ParseComplete: the name exists from now on, and
+    // is put back as it was if the upstream refuses the Parse (or skips it after an earlier error).
+    this.expects.push({ t: 'parse', entry, undo: this.remember(this.statements, name) });
+    this.statements.set(name, entry);
+    this.send(f.bytes);
+  }
+
+  /** The plan of a statement name: protocol-level first, then SQL-level PREPARE (one namespace in Postgres). */
+  private statementPlan(name: string): { entry?: PreparedEntry; plan: StatementPlan | null } | undefined {
+    const entry = this.statements.get(name);
+    if (entry) return { entry, plan: entry.plan };
+    return undefined;
+  }
+
+  private async bind(f: Frame): Promise<void> {
+    const b = decodeBind(f.payload);
+    this.startBatch();
+    const found = this.statementPlan(b.statement);
+    if (!found?.entry) {
+      // SQL-level PREPAREd statements can be bound too; pgwarden refuses that path rather than
+      // track a second decision for it, and an unknown name is Postgres's own 26000.
+      const sqlLevel = this.o.gateSession.names.prepared.has(b.statement);
+      this.refuseExtended({
+        sqlstate: sqlLevel ? '0A000' : '26000',
+        message: sqlLevel
+          ? `binding the SQL-level prepared statement "${b.statement}" through the protocol is not supported by pgwarden; use EXECUTE`
+          : `prepared statement "${b.statement}" does not exist`,
+      });
+      return;
+    }
+    let entry = found.entry;
+    const catalogVersion = (await this.o.gateSession.catalog(false)).version;
+    if (entry.pathVersion !== this.o.gateSession.paths.version || entry.catalogVersion !== catalogVersion) {
+      // DESIGN.md: a decision made at Parse is made again at Bind when the search_path or the catalog changed.
+      let result: Awaited<ReturnType<typeof gate>>;
+      try {
+        result = await gate(entry.sql, this.o.gateSession, this.o.cache, this.o.decide);
+      } catch (e) {
+        this.refuseExtended(await this.catalogFailure(e));
+        return;
+      }
+      if (!result.ok) {
+        this.auditRefusal(entry.sql, result.refusal, result.statement?.kind);
+        this.refuseExtended(result.refusal);
+        return;
+      }
+      entry = {
+        sql: entry.sql,
+        plan: result.plans[0] ?? null,
+        pathVersion: this.o.gateSession.paths.version,
+        catalogVersion: result.catalog.version,
+      };
+      this.statements.set(b.statement, entry);
+    }
+    this.expects.push({ t: 'bind', undo: this.remember(this.portals, b.portal) });
+    this.portals.set(b.portal, { plan: entry.plan, sql: entry.sql });
+    this.send(f.bytes);
+  }
+
+  /** An undo for a map entry: restores the value `key` has now (or its absence). */
+  private remember<V>(map: Map<string, V>, key: string): () => void {
+    const had = map.has(key);
+    const old = map.get(key);
+    return () => {
+      if (had) map.set(key, old as V);
+      else map.delete(key);
+    };
+  }
+
+  private describe(f: Frame): void {
+    const d = decodeDescribe(f.payload);
+    this.startBatch();
+    if (d.target === 'S') {
+      const found = this.statementPlan(d.name);
+      if (!found) {
+        this.refuseExtended({ sqlstate: '26000', message: `prepared statement "${d.name}" does not exist` });
+        return;
+      }
+      this.expects.push({ t: 'describe', plan: found.plan });
+    } else {
+      const portal = this.portals.get(d.name);
+      if (portal === undefined) {
+        this.refuseExtended({ sqlstate: '34000', message: `portal "${d.name}" does not exist` });
+        return;
+      }
+      this.expects.push({ t: 'describe', plan: portal.plan });
+    }
+    this.send(f.bytes);
+  }
+
+  private execute(f: Frame): void {
+    const e = decodeExecute(f.payload);
+    this.startBatch();
+    const portal = this.portals.get(e.portal);
+    if (portal === undefined) {
+      this.refuseExtended({ sqlstate: '34000', message: `portal "${e.portal}" does not exist` });
+      return;
+    }
+    this.expects.push({ t: 'execute', plan: portal.plan, sql: portal.sql, started: performance.now() });
+    this.send(f.bytes);
+  }
+
+  private close(f: Frame): void {
+    const c = decodeClose(f.payload);
+    this.startBatch();
+    const map: Map<string, unknown> = c.target === 'S' ? this.statements : this.portals;
+    this.expects.push({ t: 'close', undo: this.remember(map, c.name) });
+    map.delete(c.name);
+    this.send(f.bytes);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Upstream → client
+  // ---------------------------------------------------------------------------------------------
+
+  private fromUpstreamFrames(frames: readonly Frame[]): void {
+    const out: Buffer[] = [];
+    for (const f of frames) {
+      const b = this.onUpstream(f);
+      if (b === null) continue;
+      // Coalesce unchanged neighbours that were contiguous in one chunk: one write, no copy.
+      const last = out[out.length - 1];
+      if (last && last.buffer === b.buffer && last.byteOffset + last.length === b.byteOffset) {
+        out[out.length - 1] = Buffer.from(last.buffer, last.byteOffset, last.length + b.length);
+      } else out.push(b);
+    }
+    if (out.length === 0) return;
+    const client = this.o.client;
+    client.cork();
+    for (const b of out) client.write(b);
+    client.uncork();
+    if (client.writableNeedDrain) {
+      this.o.upstream.socket.pause();
+      client.once('drain', () => this.o.upstream.socket.resume());
+    }
+  }
+
+  /** The bytes to send the client for one upstream message (null: nothing). */
+  private onUpstream(f: Frame): Buffer | null {
+    switch (f.code) {
+      case BackendCode.NoticeResponse:
+      case BackendCode.NotificationResponse:
+        return this.discarding ? null : f.bytes;
+      case BackendCode.ParameterStatus:
+        return this.parameterStatus(f);
+      case BackendCode.ReadyForQuery:
+        return this.readyForQuery(f);
+      case BackendCode.ErrorResponse:
+        return this.error(f);
+      default:
+        break;
+    }
+    const head = this.expects[0];
+    if (!head) return f.bytes;
+    const out = this.reply(head, f);
+    return this.discarding ? null : out;
+  }
+
+  private parameterStatus(f: Frame): Buffer {
+    const p = decodeParameterStatus(f.payload);
+    const name = p.name.toLowerCase();
+    if (
+      (name === 'client_encoding' && p.value.toUpperCase() !== 'UTF8') ||
+      (name === 'standard_conforming_strings' && p.value !== 'on')
+    ) {
+      // The parser would read the text differently from the server from now on (DESIGN.md).
+      this.o.terminate({
+        severity: 'FATAL',
+        code: '42501',
+        message: `${p.name} changed to ${p.value}: pgwarden reads SQL as UTF8 with standard_conforming_strings on and closes the session`,
+      });
+    }
+    return f.bytes;
+  }
+
+  private readyForQuery(f: Frame): Buffer {
+    // Everything owed before this ReadyForQuery has been answered or skipped.
+    while (this.expects.length > 0) {
+      const e = this.expects.shift() as Expect;
+      if (e.t === 'sync' || e.t === 'query' || (e.t === 'probe' && e.untilReady)) break;
+    }
+    this.discarding = false;
+    this.status = decodeReadyForQuery(f.payload);
+    this.o.gateSession.paths.ready(this.status);
+    this.o.onTransactionStatus(this.status);
+    return f.bytes;
+  }
+
+  /** An upstream ErrorResponse: ours instead for a probe, redacted where the statement touches hidden columns. */
+  private error(f: Frame): Buffer | null {
+    const head = this.expects[0];
+    this.o.gateSession.paths.statementFailed();
+    if (head?.t === 'probe') {
+      if (!head.untilReady) this.expects.shift();
+      return this.discarding ? null : head.error;
+    }
+    let plan: StatementPlan | null = null;
+    if (head?.t === 'query') plan = head.plans[head.index] ?? null;
+    else if (head && 'plan' in head) plan = head.plan;
+    else if (head?.t === 'parse') plan = head.entry.plan;
+    if (head && head.t !== 'query' && head.t !== 'sync') {
+      // Extended protocol: the upstream skips to Sync; so do the replies we were owed, and what
+      // the failed and skipped messages would have created or closed is put back.
+      const undos: (() => void)[] = [];
+      while (this.expects.length > 0 && this.expects[0]?.t !== 'sync') {
+        const e = this.expects.shift() as Expect;
+        if ('undo' in e) undos.push(e.undo);
+      }
+      for (const undo of undos.reverse()) undo();
+    }
+    if (this.discarding) return null;
+    const redact = plan?.redact || (head?.t === 'query' && head.plans.some((p) => p.redact));
+    if (!redact) return f.bytes;
+    const fields = decodeErrorResponse(f.payload);
+    if (fields.severity === 'FATAL' || fields.severity === 'PANIC') return f.bytes;
+    return errorResponse(redactError(fields));
+  }
+
+  /** Replies that belong to the head of the queue. */
+  private reply(head: Expect, f: Frame): Buffer | null {
+    switch (head.t) {
+      case 'query':
+        return this.queryReply(head, f);
+      case 'parse':
+        if (f.code === BackendCode.ParseComplete) this.expects.shift();
+        return f.bytes;
+      case 'bind':
+        if (f.code === BackendCode.BindComplete) this.expects.shift();
+        return f.bytes;
+      case 'describe':
+        if (f.code === BackendCode.RowDescription) {
+          this.expects.shift();
+          return this.rowDescription(head.plan, f);
+        }
+        if (f.code === BackendCode.NoData) this.expects.shift();
+        return f.bytes;
+      case 'execute':
+        return this.executeReply(head, f);
+      case 'close':
+        if (f.code === BackendCode.CloseComplete) this.expects.shift();
+        return f.bytes;
+      default:
+        return f.bytes;
+    }
+  }
+
+  private rowDescription(plan: StatementPlan | null, f: Frame): Buffer {
+    if (!plan) return f.bytes;
+    if (plan.origins) {
+      const why = originMismatch(f.payload, plan.origins);
+      if (why) {
+        this.o.invalidateCatalog();
+        this.o.log.warn({ event: 'origin-mismatch', why }, 'RowDescription disagrees with the analysis');
+        const refusal = errorResponse({
+          severity: 'ERROR',
+          code: '42501',
+          message: `pgwarden refused the result: ${why} (the schema changed since pgwarden read it)`,
+          hint: 'Run the statement again: pgwarden has re-read the catalog.',
+        });
+        this.discarding = true;
+        return refusal;
+      }
+    }
+    return plan.mask.size > 0 ? maskRowDescription(f.payload, plan.mask) : f.bytes;
+  }
+
+  private dataRow(plan: StatementPlan | null, f: Frame): Buffer {
+    return plan && plan.mask.size > 0 ? maskDataRow(f.payload, plan.mask) : f.bytes;
+  }
+
+  private completed(plan: StatementPlan | null, sql: string, started: number, tag: string): void {
+    if (!plan) return;
+    this.applyEffects(plan);
+    if (plan.changesCatalog) this.o.invalidateCatalog();
+    this.auditDone(plan, sql, started, tag);
+  }
+
+  private applyEffects(plan: StatementPlan): void {
+    const names = this.o.gateSession.names;
+    this.o.gateSession.paths.completed(plan.effects);
+    for (const e of plan.effects) {
+      switch (e.kind) {
+        case 'prepare':
+          names.prepared.set(e.name, e.inner);
+          break;
+        case 'deallocate':
+          if (e.name === null) names.prepared.clear();
+          else names.prepared.delete(e.name);
+          break;
+        case 'declare-cursor':
+          names.cursors.set(e.name, e.inner);
+          break;
+        case 'close-cursor':
+          if (e.name === null) names.cursors.clear();
+          else names.cursors.delete(e.name);
+          break;
+        case 'discard-all':
+          names.prepared.clear();
+          names.cursors.clear();
+          this.statements.clear();
+          this.portals.clear();
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  private queryReply(head: Expect & { t: 'query' }, f: Frame): Buffer | null {
+    const plan = head.plans[head.index] ?? null;
+    switch (f.code) {
+      case BackendCode.RowDescription:
+        return this.rowDescription(plan, f);
+      case BackendCode.DataRow:
+        return this.dataRow(plan, f);
+      case BackendCode.CommandComplete:
+        this.completed(plan, head.sql, head.started, decodeCommandComplete(f.payload));
+        head.index++;
+        return f.bytes;
+      default:
+        return f.bytes;
+    }
+  }
+
+  private executeReply(head: Expect & { t: 'execute' }, f: Frame): Buffer | null {
+    switch (f.code) {
+      case BackendCode.DataRow:
+        return this.dataRow(head.plan, f);
+      case BackendCode.CommandComplete:
+        this.completed(head.plan, head.sql, head.started, decodeCommandComplete(f.payload));
+        this.expects.shift();
+        return f.bytes;
+      case BackendCode.EmptyQueryResponse:
+      case BackendCode.PortalSuspended:
+        this.expects.shift();
+        return f.bytes;
+      default:
+        return f.bytes;
+    }
+  }
+}

@@ -1,0 +1,132 @@
+// Tracks the session's search_path as the server does: SET, SET LOCAL, RESET, transactions, savepoints.
+import type { SessionEffect } from '../sql/analysis-types.js';
+
+type Path = readonly string[];
+
+/**
+ * The search_path the upstream session has, kept in step with it from the effects of statements
+ * that completed (CommandComplete) and the transaction status of each ReadyForQuery.
+ * PostgreSQL rules mirrored (src/backend/utils/misc/guc.c, "GUC and transactions"): a SET lasts
+ * for the session unless its transaction rolls back; SET LOCAL lasts until the end of the
+ * transaction; ROLLBACK TO SAVEPOINT undoes both back to the savepoint; the statements of one
+ * simple Query (or one extended-protocol batch up to Sync) outside a transaction block form an
+ * implicit transaction, so an error there undoes their SETs too; RESET and DISCARD ALL go back
+ * to the value the session started with.
+ */
+export class SearchPathTracker {
+  private session: Path;
+  private current: Path;
+  /** The session-level value at the start of the open (explicit or implicit) transaction. */
+  private txStart: Path | null = null;
+  private savepoints: { name: string; session: Path; current: Path }[] = [];
+  private failedInBatch = false;
+  /** Bumped on every change, so a prepared decision knows it was made under another path. */
+  private generation = 0;
+
+  /** @param reset the session's starting search_path (the startup parameter, or the login's default). */
+  constructor(private readonly reset: Path) {
+    this.session = reset;
+    this.current = reset;
+  }
+
+  /** The paths analyze() needs (sql/statement-analyzer.ts SessionPaths). */
+  paths(): {
+    searchPath: Path;
+    sessionSearchPath: Path;
+    transactionStartSearchPath: Path;
+    resetSearchPath: Path;
+  } {
+    return {
+      searchPath: this.current,
+      sessionSearchPath: this.session,
+      transactionStartSearchPath: this.txStart ?? this.session,
+      resetSearchPath: this.reset,
+    };
+  }
+
+  /** Changes whenever the effective search_path may have changed. */
+  get version(): number {
+    return this.generation;
+  }
+
+  /** A Query or the first message of an extended batch is about to run (status before it). */
+  batchStarted(status: 'I' | 'T' | 'E'): void {
+    if (status === 'I' && this.txStart === null) {
+      this.txStart = this.session;
+      this.failedInBatch = false;
+    }
+  }
+
+  /** An ErrorResponse ended a statement of the batch. */
+  statementFailed(): void {
+    this.failedInBatch = true;
+  }
+
+  /** A statement completed: apply what it did to the path (only what concerns search_path). */
+  completed(effects: readonly SessionEffect[]): void {
+    for (const e of effects) this.apply(e);
+  }
+
+  private set(session: Path, current: Path): void {
+    if (session !== this.session || current !== this.current) this.generation++;
+    this.session = session;
+    this.current = current;
+  }
+
+  private apply(e: SessionEffect): void {
+    switch (e.kind) {
+      case 'set-search-path':
+        if (e.local) this.set(this.session, e.path);
+        else this.set(e.path, e.path);
+        return;
+      case 'reset-search-path':
+      case 'discard-all':
+        this.set(this.reset, this.reset);
+        return;
+      case 'begin':
+        this.txStart ??= this.session;
+        return;
+      case 'rollback':
+        this.set(this.txStart ?? this.session, this.txStart ?? this.session);
+        this.savepoints = [];
+        return;
+      case 'commit':
+        this.set(this.session, this.session);
+        this.savepoints = [];
+        return;
+      case 'savepoint':
+        this.savepoints.push({ name: e.name, session: this.session, current: this.current });
+        return;
+      case 'rollback-to': {
+        const i = this.savepoints.map((s) => s.name).lastIndexOf(e.name);
+        const sp = this.savepoints[i];
+        if (!sp) return;
+        this.savepoints.length = i + 1;
+        this.set(sp.session, sp.current);
+        // The transaction is usable again: a COMMIT after this really commits.
+        this.failedInBatch = false;
+        return;
+      }
+      case 'release': {
+        const i = this.savepoints.map((s) => s.name).lastIndexOf(e.name);
+        if (i >= 0) this.savepoints.length = i;
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  /**
+   * ReadyForQuery arrived. Back to idle ends the transaction: an implicit one that failed undoes
+   * its SETs; SET LOCAL values end in every case. `T`/`E` keep the transaction open.
+   */
+  ready(status: 'I' | 'T' | 'E'): void {
+    if (status !== 'I') return;
+    if (this.failedInBatch && this.txStart !== null) this.set(this.txStart, this.txStart);
+    else this.set(this.session, this.session);
+    this.txStart = null;
+    this.savepoints = [];
+    this.failedInBatch = false;
+  }
+}

@@ -1,0 +1,145 @@
+// Decides a SQL string before any of it is sent: analysis, decision, and the plan of each statement.
+import type { Catalog } from '../catalog/types.js';
+import type { Config } from '../policy/config-schema.js';
+import type { ConnectionKind, Decision, Refusal, StatementDecision } from '../policy/decision-types.js';
+import type { Analysis, ColumnOrigin, SessionEffect, StatementAnalysis } from '../sql/analysis-types.js';
+import type { AnalysisCache } from '../sql/analyze.js';
+import type { SearchPathTracker } from './search-path-tracker.js';
+
+/** decide() of src/policy (DESIGN.md "Decision"), injected so the proxy does not re-implement it. */
+export type Decider = (
+  analysis: Analysis,
+  roles: readonly string[],
+  ctx: { config: Config; connection: ConnectionKind; database: string; catalog: Catalog },
+) => Decision;
+
+/**
+ * What the relay does with one statement's replies: which result columns to mask, whether to
+ * redact errors, which RowDescription origins to expect, and the session effects to apply when
+ * the statement completes.
+ */
+export interface StatementPlan {
+  readonly statement: StatementAnalysis;
+  /** 0-based result column indexes that come back as `*****`. */
+  readonly mask: ReadonlySet<number>;
+  readonly redact: boolean;
+  /** Predicted origins, one per result column, or null when the statement returns no rows we can predict. */
+  readonly origins: readonly ColumnOrigin[] | null;
+  readonly effects: readonly SessionEffect[];
+  /** DDL and other MANAGE statements: the catalog is read again once they complete. */
+  readonly changesCatalog: boolean;
+}
+
+/** The gate's answer for a whole string. */
+export type GateResult =
+  | { readonly ok: true; readonly plans: readonly StatementPlan[]; readonly catalog: Catalog }
+  | { readonly ok: false; readonly refusal: Refusal; readonly statement?: StatementAnalysis };
+
+/** SQL-level PREPARE and DECLARE CURSOR: the inner statement a name stands for, kept by the session. */
+export interface SqlNames {
+  readonly prepared: Map<string, StatementAnalysis>;
+  readonly cursors: Map<string, StatementAnalysis>;
+}
+
+/** What the gate needs from the session. */
+export interface GateSession {
+  readonly config: Config;
+  readonly roles: readonly string[];
+  readonly database: string;
+  readonly connection: ConnectionKind;
+  readonly paths: SearchPathTracker;
+  readonly names: SqlNames;
+  readonly catalog: (refresh: boolean) => Promise<Catalog>;
+}
+
+/** SQLSTATEs of analysis refusals that a fresher catalog may cure (issue 5: analysis runs once more). */
+const STALE_CATALOG = new Set(['42P01', '42703', '42883', '3F000']);
+
+function analysisRefusal(a: Analysis): Refusal | undefined {
+  const r = a.refusal;
+  if (!r) return undefined;
+  return {
+    sqlstate: r.sqlstate,
+    message: r.message,
+    ...(r.detail ? { detail: r.detail } : {}),
+    ...(r.hint ? { hint: r.hint } : {}),
+    ...(r.location !== undefined ? { position: r.location + 1 } : {}),
+  };
+}
+
+function planOf(
+  statement: StatementAnalysis,
+  d: StatementDecision & { verdict: 'allow' },
+  inner?: StatementAnalysis,
+): StatementPlan {
+  const rows = inner ?? statement;
+  return {
+    statement,
+    mask: new Set(d.mask),
+    redact: d.redactErrors,
+    origins: rows.resultColumns.length > 0 ? rows.resultColumns.map((c) => c.origin) : null,
+    effects: statement.sessionEffects,
+    changesCatalog: statement.kind === 'MANAGE',
+  };
+}
+
+/**
+ * Analyzes and decides `sql` for the session (DESIGN.md "Simple Query: analyze and decide every
+ * statement in the string before any of it is sent"). Statements are decided in order; EXECUTE
+ * and FETCH are decided as the prepared statement or cursor they name, with PREPARE/DECLARE
+ * earlier in the same string taken into account. An analysis refused for an unknown relation,
+ * column or function is tried once more with a fresh catalog. Never rejects except when the
+ * catalog cannot be read (the caller refuses with 08006 then).
+ */
+export async function gate(
+  sql: string,
+  session: GateSession,
+  cache: AnalysisCache,
+  decide: Decider,
+): Promise<GateResult> {
+  let catalog = await session.catalog(false);
+  let analysis = cache.analyze(sql, { catalog, ...session.paths.paths() });
+  if (analysis.refusal && STALE_CATALOG.has(analysis.refusal.sqlstate)) {
+    catalog = await session.catalog(true);
+    analysis = cache.analyze(sql, { catalog, ...session.paths.paths() });
+  }
+  const early = analysisRefusal(analysis);
+  if (early) return { ok: false, refusal: early };
+
+  const ctx = { config: session.config, connection: session.connection, database: session.database, catalog };
+  const decision = decide(analysis, session.roles, ctx);
+  if (decision.refusal) return { ok: false, refusal: decision.refusal };
+
+  // PREPARE/DECLARE earlier in the string name statements that EXECUTE/FETCH later in it use.
+  const prepared = new Map(session.names.prepared);
+  const cursors = new Map(session.names.cursors);
+  const plans: StatementPlan[] = [];
+  for (const [i, statement] of analysis.statements.entries()) {
+    const d = decision.statements[i];
+    if (!d || d.verdict !== 'allow') {
+      return { ok: false, refusal: d?.verdict === 'refuse' ? d.refusal : missingDecision(), statement };
+    }
+    let inner: StatementAnalysis | undefined;
+    for (const e of statement.sessionEffects) {
+      if (e.kind === 'prepare') prepared.set(e.name, e.inner);
+      else if (e.kind === 'declare-cursor') cursors.set(e.name, e.inner);
+      else if (e.kind === 'execute' || e.kind === 'fetch') {
+        inner = (e.kind === 'execute' ? prepared : cursors).get(e.name);
+        // An unknown name is the server's error to give (26000 / 34000): nothing runs or returns rows.
+        if (!inner) continue;
+        const innerDecision = decide({ statements: [inner] }, session.roles, ctx);
+        const id = innerDecision.statements[0];
+        if (innerDecision.refusal || !id || id.verdict !== 'allow') {
+          return { ok: false, refusal: innerDecision.refusal ?? missingDecision(), statement };
+        }
+        plans.push(planOf(statement, id, inner));
+      }
+    }
+    if (plans.length === i) plans.push(planOf(statement, d, inner));
+  }
+  return { ok: true, plans, catalog };
+}
+
+function missingDecision(): Refusal {
+  return { sqlstate: '42501', message: 'pgwarden could not decide this statement and refuses it' };
+}
