@@ -2,8 +2,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import type { ZodIssue } from 'zod';
+import { formatIssue, formatPath } from './config-issues.js';
 import { type Config, configSchema } from './config-schema.js';
+import { keysFilePath, readKeysFile } from './keys-file.js';
+import { ADMIN_ROLE } from './resolve-roles.js';
 
 /** A config that cannot be used: every problem, each as `path: message`. The CLI exits with code 2. */
 export class ConfigError extends Error {
@@ -23,25 +25,7 @@ export interface LoadedConfig {
   readonly warnings: readonly string[];
 }
 
-/** Renders a zod issue path as `roles.analyst.permissions[2].effect`. */
-export function formatPath(p: readonly (string | number)[]): string {
-  let out = '';
-  for (const part of p) {
-    if (typeof part === 'number') out += `[${part}]`;
-    else out += out === '' ? part : `.${part}`;
-  }
-  return out === '' ? '(top level)' : out;
-}
-
-function formatIssue(issue: ZodIssue): string {
-  if (issue.code === 'invalid_enum_value') {
-    return `${formatPath(issue.path)}: expected ${issue.options.map((o) => JSON.stringify(o)).join(' | ')}`;
-  }
-  if (issue.code === 'unrecognized_keys') {
-    return `${formatPath(issue.path)}: unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.join(', ')}`;
-  }
-  return `${formatPath(issue.path)}: ${issue.message}`;
-}
+export { formatPath } from './config-issues.js';
 
 /** `${NAME}` or `${NAME:-default}` (the default used when NAME is unset or empty, as in sh). */
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
@@ -88,12 +72,48 @@ function warningsFor(config: Config): string[] {
     if (select && !see)
       out.push(`role ${name} has SELECT but SEE nowhere: every value it reads will be masked`);
   }
+  const admin = Object.hasOwn(config.roles, ADMIN_ROLE) ? config.roles[ADMIN_ROLE] : undefined;
+  if (admin && admin.tenants.length > 0 && config.default_role !== ADMIN_ROLE)
+    out.push(
+      `role ${ADMIN_ROLE} is never added from its tenants (seed 000): it is held only when named, or as the default role`,
+    );
   return out;
 }
 
 /**
+ * Merges the keys file (`keys_file`, beside the config) into `api_keys`. Problems: the file's own
+ * (syntax, schema), a key naming a role the config lacks, a key id used twice or equal to a user name.
+ * A missing file holds no keys (a warning; `pgwarden keys create` makes it).
+ */
+function mergeKeysFile(config: Config, configFile: string, warnings: string[]): Config {
+  if (config.keys_file === undefined) return config;
+  const file = keysFilePath(configFile, config.keys_file);
+  const read = readKeysFile(file);
+  if (!read.ok) throw new ConfigError(configFile, read.problems);
+  if (!read.exists) warnings.push(`keys file ${file} does not exist yet: no API keys from it`);
+  const problems: string[] = [];
+  read.keys.forEach((k, i) => {
+    k.roles.forEach((r, j) => {
+      if (!Object.hasOwn(config.roles, r))
+        problems.push(`${file}: api_keys[${i}].roles[${j}]: names no role "${r}"`);
+    });
+  });
+  const merged = [...config.api_keys, ...read.keys];
+  const seen = new Set<string>();
+  for (const k of merged) {
+    if (seen.has(k.id)) problems.push(`api_keys: key id ${k.id} appears twice (config and ${file})`);
+    seen.add(k.id);
+    if (Object.hasOwn(config.users, k.id)) problems.push(`api_keys: key id ${k.id} is also a user name`);
+  }
+  if (problems.length > 0) throw new ConfigError(configFile, problems);
+  return { ...config, api_keys: merged };
+}
+
+/**
  * Parses and validates config text. `file` is used for messages and to resolve relative paths.
- * Throws {@link ConfigError} listing every problem (YAML syntax, missing env vars, schema).
+ * When `keys_file` is set, the keys file beside the config is read and its keys appended to
+ * `api_keys` (issue 4). Throws {@link ConfigError} listing every problem (YAML syntax, missing env
+ * vars, schema, keys file).
  */
 export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
   const doc = YAML.parseDocument(text, { prettyErrors: true });
@@ -107,7 +127,10 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   if (problems.length > 0) throw new ConfigError(file, problems);
   const parsed = configSchema.safeParse(raw ?? {});
   if (!parsed.success) throw new ConfigError(file, parsed.error.issues.map(formatIssue));
-  return { config: parsed.data, file: path.resolve(file), warnings: warningsFor(parsed.data) };
+  const abs = path.resolve(file);
+  const warnings = warningsFor(parsed.data);
+  const config = mergeKeysFile(parsed.data, abs, warnings);
+  return { config, file: abs, warnings };
 }
 
 /** Reads and validates a config file. Throws {@link ConfigError} (also for an unreadable file). */

@@ -119,6 +119,9 @@ export const userSchema = z
 
 export const groupSchema = z.object({ members: z.array(principalName).default([]) }).strict();
 
+/** The longest an API key may live: one year (366 days, so a leap year fits). Source: issue 4. */
+export const MAX_KEY_LIFETIME_MS = 366 * 24 * 3600 * 1000;
+
 /** An API key (issue 4): a principal holding exactly its own roles; the token stored as a SCRAM verifier. */
 export const apiKeySchema = z
   .object({
@@ -128,11 +131,31 @@ export const apiKeySchema = z
     previous_scram: scramVerifier.optional(),
     previous_expires_at: z.string().datetime().optional(),
     roles: z.array(roleName).min(1),
+    /** What the key is for, shown by `pgwarden keys list`. */
+    description: z.string().max(200).optional(),
     created_at: z.string().datetime().optional(),
+    /** Never (null), or at most one year after `created_at` (issue 4). */
     expires_at: z.string().datetime().nullable().default(null),
     revoked: z.boolean().default(false),
   })
-  .strict();
+  .strict()
+  .superRefine((k, ctx) => {
+    if (k.expires_at !== null && k.created_at !== undefined) {
+      const span = Date.parse(k.expires_at) - Date.parse(k.created_at);
+      if (span > MAX_KEY_LIFETIME_MS)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['expires_at'],
+          message: 'is more than one year after created_at (an API key expires never or within a year)',
+        });
+    }
+    if ((k.previous_scram === undefined) !== (k.previous_expires_at === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['previous_scram'],
+        message: 'previous_scram and previous_expires_at go together',
+      });
+  });
 
 /** The upstream database a client-facing name maps to; credentials stay here (`${ENV}` allowed). */
 export const databaseSchema = z
@@ -200,8 +223,15 @@ export const configSchema = z
         });
       }
     }
-    if (c.default_role !== null && !(c.default_role in c.roles) && c.default_role !== 'admin') {
-      ctx.addIssue({ code: 'custom', path: ['default_role'], message: `names no role "${c.default_role}"` });
+    if (c.default_role !== null && !Object.hasOwn(c.roles, c.default_role)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['default_role'],
+        message:
+          c.default_role === 'admin'
+            ? 'names no role "admin": pgwarden has no built-in admin role; define roles.admin or choose another default'
+            : `names no role "${c.default_role}"`,
+      });
     }
     c.api_keys.forEach((k, i) => {
       k.roles.forEach((r, j) => {

@@ -50,6 +50,11 @@ export type StatementDecision =
        */
       readonly redactErrors: boolean;
       readonly checks: readonly RequirementVerdict[];
+      /**
+       * For PREPARE and DECLARE … CURSOR: the decision of the statement they hold, whose mask applies
+       * to the rows EXECUTE and FETCH return later (keep it by the statement's or cursor's name).
+       */
+      readonly prepared?: StatementDecision;
     }
   | { readonly verdict: 'refuse'; readonly refusal: Refusal; readonly checks: readonly RequirementVerdict[] };
 

@@ -143,3 +143,44 @@ describe('config', () => {
     expect(() => parseConfig('databases: [', 'broken.yaml', env)).toThrow(ConfigError);
   });
 });
+
+describe('policy load-time rules (issue 4)', () => {
+  test('pgwarden has no built-in admin role: default_role admin needs roles.admin', () => {
+    expect(problems({ ...base, default_role: 'admin' })).toEqual([
+      'default_role: names no role "admin": pgwarden has no built-in admin role; define roles.admin or choose another default',
+    ]);
+    const withAdmin = { ...base, default_role: 'admin', roles: { ...base.roles, admin: { tenants: ['*'] } } };
+    expect(problems(withAdmin)).toEqual([]);
+    expect(problems({ ...base, default_role: 'nope' })).toEqual(['default_role: names no role "nope"']);
+  });
+
+  test('a role named admin with tenants that is not the default gets a warning (never added from tenants)', () => {
+    const cfg = { ...base, roles: { ...base.roles, admin: { tenants: ['*'] } } };
+    expect(parseConfig(YAML.stringify(cfg), 'x.yaml', env).warnings).toEqual([
+      'role admin is never added from its tenants (seed 000): it is held only when named, or as the default role',
+    ]);
+  });
+
+  test('MANAGE scoped to a table or a column is rejected too; MANAGE on a database or * loads', () => {
+    const withRule = (rule: Record<string, unknown>) => {
+      const bad = structuredClone(base);
+      bad.roles.analyst.permissions = [rule as never];
+      return problems(bad);
+    };
+    const msg =
+      'roles.analyst.permissions[0].actions: MANAGE is granted on a database; a MANAGE rule scoped to a schema, table or column never matches';
+    expect(
+      withRule({
+        effect: 'deny',
+        actions: ['SELECT', 'MANAGE'],
+        database: 'demo',
+        schema: 'public',
+        table: 't',
+      }),
+    ).toEqual([msg]);
+    expect(
+      withRule({ effect: 'allow', actions: ['MANAGE'], database: '*', schema: '*', table: '*', column: 'c' }),
+    ).toEqual([msg]);
+    expect(withRule({ effect: 'allow', actions: ['MANAGE'], database: '*' })).toEqual([]);
+  });
+});

@@ -1,0 +1,347 @@
+// The decision for an Analysis and a set of roles: requirements deny-first then allow, SEE per column use, masks.
+import type { Catalog } from '../catalog/types.js';
+import { catalogKey } from '../catalog/types.js';
+import type {
+  Analysis,
+  ColumnUse,
+  Requirement,
+  StatementAnalysis,
+  TestClause,
+} from '../sql/analysis-types.js';
+import type { Config } from './config-schema.js';
+import { databaseIsRuled } from './database-access.js';
+import type {
+  ConnectionKind,
+  Decision,
+  Refusal,
+  RequirementVerdict,
+  StatementDecision,
+} from './decision-types.js';
+import { type ColumnVisibility, HiddenColumns } from './hidden-columns.js';
+import {
+  deniedDetail,
+  fromAnalysisRefusal,
+  fullName,
+  position,
+  rolesSentence,
+  shortName,
+} from './refusal-messages.js';
+import { checkAction, type PolicyObject } from './rule-match.js';
+
+/** What {@link decide} needs besides the analysis and the roles. */
+export interface DecideContext {
+  /** The policy in force. */
+  readonly config: Config;
+  /** Who holds the credentials (seed 004, "Databases nobody has written a rule for"). */
+  readonly connection: ConnectionKind;
+  /** The client-facing database name (a key of `config.databases`), as rules scope it. */
+  readonly database: string;
+  /** The catalog the analysis was made with (unique constraints, generated columns, table columns). */
+  readonly catalog: Catalog;
+}
+
+/** A refusal found while deciding one statement, with the offset it points at for ordering. */
+interface Pending {
+  readonly at: number;
+  readonly refusal: Refusal;
+}
+
+/**
+ * Decides an analyzed SQL string for a caller holding `roles` (DESIGN.md "Decision").
+ * Inputs: the Analysis, the roles resolved at connect, and the context. Output: one
+ * StatementDecision per analyzed statement, in order, and `refusal` — the first refused statement's
+ * refusal, else the analysis's own (a parse error has no statements). Per statement:
+ * 1. an analysis refusal passes through as the refusal (its SQLSTATE: 42601, 42P01, 42703, 0A000, …);
+ * 2. a database no role mentions: every statement allowed unmasked on a `local` connection, refused
+ *    42501 on `proxified` and `mcp` ones (seed 004's table; normally refused at connect already);
+ * 3. every requirement (DESIGN.md "Requirements"): any matching deny across all roles → 42501;
+ *    else any matching allow → granted; else 42501 (default deny) — seed 004 "Allow and deny"
+ *    evaluation order 1–5; a column-level `deny SELECT` refuses any statement referencing the column;
+ *    MANAGE is checked on the database;
+ * 4. every column use of a column hidden from the roles (no SEE, or generated from one without SEE):
+ *    `output k` → mask result column k; `write-target` → allowed, except into a column under a
+ *    UNIQUE/PRIMARY KEY/EXCLUSION constraint (DESIGN.md "Writes as reads": 42501); `test` and
+ *    `compute` → 42501 naming the column and the clause; `whole-row` of a table with any hidden
+ *    column → 42501 (seed 004 "Hiding a column"). Untraceable result columns are fine when nothing
+ *    hidden flows into them: any hidden column flowing into one is a `compute` use, refused.
+ * 5. PREPARE and DECLARE CURSOR also decide the statement they hold (`prepared`); its refusal refuses them.
+ * Session control has no requirements and is allowed. `redactErrors` is set when the statement touches
+ * a table with a hidden column. Uncached and pure: use {@link DecisionCache} in the proxy. Never throws.
+ */
+export function decide(analysis: Analysis, roles: readonly string[], ctx: DecideContext): Decision {
+  const hidden = new HiddenColumns(ctx.config, roles, ctx.database, ctx.catalog);
+  const ruled = databaseIsRuled(ctx.config, ctx.database);
+  const statements = analysis.statements.map((s) => decideStatement(s, roles, ctx, hidden, ruled));
+  const first = statements.find((s) => s.verdict === 'refuse');
+  const refusal =
+    first?.verdict === 'refuse'
+      ? first.refusal
+      : analysis.refusal
+        ? fromAnalysisRefusal(analysis.refusal)
+        : undefined;
+  return refusal ? { statements, refusal } : { statements };
+}
+
+function decideStatement(
+  s: StatementAnalysis,
+  roles: readonly string[],
+  ctx: DecideContext,
+  hidden: HiddenColumns,
+  ruled: boolean,
+): StatementDecision {
+  if (s.refusal) return { verdict: 'refuse', refusal: fromAnalysisRefusal(s.refusal), checks: [] };
+  if (!ruled) {
+    if (ctx.connection === 'local') return { verdict: 'allow', mask: [], redactErrors: false, checks: [] };
+    return {
+      verdict: 'refuse',
+      refusal: {
+        sqlstate: '42501',
+        message: `permission denied for database "${ctx.database}"`,
+        detail: `No role of the workspace has a rule for database ${ctx.database}; a ${ctx.connection} connection gets nothing a role did not grant.`,
+      },
+      checks: [],
+    };
+  }
+
+  const checks: RequirementVerdict[] = [];
+  const pending: Pending[] = [];
+  checkRequirements(s.requirements, roles, ctx, checks, pending);
+  const mask = new Set<number>();
+  checkUses(s, roles, ctx, hidden, checks, pending, mask);
+
+  let prepared: StatementDecision | undefined;
+  for (const effect of s.sessionEffects) {
+    if (effect.kind !== 'prepare' && effect.kind !== 'declare-cursor') continue;
+    prepared = decideStatement(effect.inner, roles, ctx, hidden, ruled);
+    if (prepared.verdict === 'refuse') pending.push({ at: -1, refusal: prepared.refusal });
+  }
+
+  if (pending.length > 0) {
+    // Requirement refusals come first (in requirement order), then SEE refusals by offset.
+    const refusal = pending.reduce((a, b) => (b.at < a.at ? b : a)).refusal;
+    return { verdict: 'refuse', refusal, checks };
+  }
+  return {
+    verdict: 'allow',
+    mask: [...mask].sort((a, b) => a - b),
+    redactErrors: touchesHiddenTable(s, hidden),
+    checks,
+    ...(prepared ? { prepared } : {}),
+  };
+}
+
+function policyObject(r: Requirement): PolicyObject {
+  return r.object;
+}
+
+function objectKind(o: PolicyObject, database: string): string {
+  if (o.level === 'database') return `database ${database}`;
+  if (o.level === 'table') return `table ${shortName(o.schema, o.table)}`;
+  return `column ${shortName(o.schema, o.table, o.column)}`;
+}
+
+/** Step 1 of DESIGN.md "Decision", for each distinct (action, object) pair, in analysis order. */
+function checkRequirements(
+  requirements: readonly Requirement[],
+  roles: readonly string[],
+  ctx: DecideContext,
+  checks: RequirementVerdict[],
+  pending: Pending[],
+): void {
+  const seen = new Set<string>();
+  for (const req of requirements) {
+    const object = policyObject(req);
+    const name = fullName(ctx.database, object);
+    const key = `${req.action}\0${name}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const v = checkAction(ctx.config, roles, req.action, ctx.database, object);
+    checks.push({
+      action: req.action,
+      object: name,
+      granted: v.granted,
+      ...(v.rule ? { rule: v.rule } : {}),
+    });
+    if (v.granted) continue;
+    const why =
+      v.rule?.effect === 'deny'
+        ? `${req.action} is denied to you`
+        : `no rule of your roles allows ${req.action} on it`;
+    const message =
+      object.level === 'database'
+        ? `permission denied for database ${ctx.database}: ${req.reason} needs MANAGE, and ${v.rule ? 'it is denied to you' : 'no rule of your roles allows it'}`
+        : `permission denied for ${objectKind(object, ctx.database)}: ${why}`;
+    const pos = position(req.location);
+    pending.push({
+      // Requirement refusals sort before every SEE refusal, in requirement order.
+      at: -1_000_000_000 + pending.length,
+      refusal: {
+        sqlstate: '42501',
+        message,
+        detail: deniedDetail(ctx.config, roles, req.action, name, v.rule),
+        ...(pos !== undefined ? { position: pos } : {}),
+        ...(v.rule ? { rule: v.rule } : {}),
+      },
+    });
+  }
+}
+
+/** Where a `test` use asks its question, as the message says it: "tested in WHERE", "in a JOIN ON". */
+function clauseText(clause: TestClause): string {
+  if (clause === 'SET OPERATION') return 'a set operation (UNION, INTERSECT or EXCEPT)';
+  if (clause === 'CASE') return 'a CASE condition';
+  if (clause === 'LIMIT') return 'LIMIT or OFFSET';
+  return clause;
+}
+
+/** DETAIL for a hidden column: the generated-from chain, the roles, and the SEE rule (or its absence). */
+function hiddenDetail(
+  ctx: DecideContext,
+  roles: readonly string[],
+  schema: string,
+  table: string,
+  column: string,
+  vis: ColumnVisibility,
+  hidden: HiddenColumns,
+): string {
+  if (vis.generatedFrom !== undefined) {
+    const from = hidden.column(schema, table, vis.generatedFrom);
+    return `Column ${shortName(schema, table, column)} is generated from ${shortName(schema, table, vis.generatedFrom)}, which is hidden. ${hiddenDetail(ctx, roles, schema, table, vis.generatedFrom, from, hidden)}`;
+  }
+  const name = fullName(ctx.database, { level: 'column', schema, table, column });
+  if (vis.see.rule?.effect === 'deny') return deniedDetail(ctx.config, roles, 'SEE', name, vis.see.rule);
+  return `${rolesSentence(roles)} No rule of ${roles.length === 1 ? 'it' : 'them'} allows SEE on ${name}, so its values are hidden.`;
+}
+
+/** Step 2 of DESIGN.md "Decision": SEE per column use, masks, "Writes as reads". */
+function checkUses(
+  s: StatementAnalysis,
+  roles: readonly string[],
+  ctx: DecideContext,
+  hidden: HiddenColumns,
+  checks: RequirementVerdict[],
+  pending: Pending[],
+  mask: Set<number>,
+): void {
+  const seen = new Set<string>();
+  const see = (schema: string, table: string, column: string): ColumnVisibility => {
+    const vis = hidden.column(schema, table, column);
+    const name = fullName(ctx.database, { level: 'column', schema, table, column });
+    if (!seen.has(name)) {
+      seen.add(name);
+      checks.push({
+        action: 'SEE',
+        object: name,
+        granted: !vis.hidden,
+        ...(vis.see.rule ? { rule: vis.see.rule } : {}),
+      });
+    }
+    return vis;
+  };
+  const refuse = (
+    use: ColumnUse,
+    message: string,
+    detail: string,
+    hint: string | undefined,
+    vis?: ColumnVisibility,
+  ) => {
+    const pos = position(use.location);
+    const rule = vis?.see.rule?.effect === 'deny' ? vis.see.rule : undefined;
+    pending.push({
+      at: use.location,
+      refusal: {
+        sqlstate: '42501',
+        message,
+        detail,
+        ...(hint !== undefined ? { hint } : {}),
+        ...(pos !== undefined ? { position: pos } : {}),
+        ...(rule ? { rule } : {}),
+      },
+    });
+  };
+
+  for (const use of s.uses) {
+    if (use.use === 'whole-row') {
+      const cols = hidden.hiddenOf(use.schema, use.table);
+      for (const c of cols) see(use.schema, use.table, c);
+      if (cols.length === 0) continue;
+      const first = cols[0]!;
+      refuse(
+        use,
+        `table ${shortName(use.schema, use.table)} has columns hidden from you (${cols.join(', ')}) and cannot be used as a whole row`,
+        hiddenDetail(
+          ctx,
+          roles,
+          use.schema,
+          use.table,
+          first,
+          hidden.column(use.schema, use.table, first),
+          hidden,
+        ),
+        'List the columns you need instead of the whole row: hidden ones come back masked.',
+      );
+      continue;
+    }
+    const vis = see(use.schema, use.table, use.column);
+    if (!vis.hidden) continue;
+    const col = shortName(use.schema, use.table, use.column);
+    const detail = hiddenDetail(ctx, roles, use.schema, use.table, use.column, vis, hidden);
+    switch (use.use) {
+      case 'output':
+        mask.add(use.outputIndex);
+        break;
+      case 'write-target': {
+        const c = ctx.catalog.relations
+          .get(catalogKey(use.schema, use.table))
+          ?.columns.find((x) => x.name === use.column);
+        if (c?.unique) {
+          refuse(
+            use,
+            `column ${col} is hidden from you and cannot be written: it is under a unique constraint, so the write would tell whether a value exists`,
+            detail,
+            undefined,
+            vis,
+          );
+        }
+        break;
+      }
+      case 'test':
+        refuse(
+          use,
+          `column ${col} is hidden from you and cannot be tested in ${clauseText(use.clause)}`,
+          detail,
+          `To ask only whether rows exist, write EXISTS (SELECT 1 FROM …) without ${use.column}; testing its values needs SEE on it.`,
+          vis,
+        );
+        break;
+      case 'compute':
+        refuse(
+          use,
+          `column ${col} is hidden from you and cannot be read in ${use.context}`,
+          detail,
+          `Select ${use.column} on its own to get it masked, or leave it out; computing on its values needs SEE on it.`,
+          vis,
+        );
+        break;
+    }
+  }
+  // A result column whose traced sources include a hidden column is masked too (defence in depth:
+  // the output uses say the same).
+  s.resultColumns.forEach((rc, k) => {
+    if (rc.sources?.some((src) => hidden.column(src.schema, src.table, src.column).hidden)) mask.add(k);
+  });
+}
+
+/** True when the statement names or uses a table that has a column hidden from the roles (DESIGN.md "Error redaction"). */
+function touchesHiddenTable(s: StatementAnalysis, hidden: HiddenColumns): boolean {
+  const tables = new Set<string>();
+  const add = (schema: string, table: string) => tables.add(`${schema}\0${table}`);
+  for (const r of s.requirements) if (r.object.level !== 'database') add(r.object.schema, r.object.table);
+  for (const u of s.uses) add(u.schema, u.table);
+  for (const rc of s.resultColumns) for (const src of rc.sources ?? []) add(src.schema, src.table);
+  for (const t of tables) {
+    const [schema, table] = t.split('\0') as [string, string];
+    if (hidden.hiddenOf(schema, table).length > 0) return true;
+  }
+  return false;
+}

@@ -1,0 +1,63 @@
+// A cache of decisions per (analysis, role set, policy version, database, connection, catalog version).
+import { LRUCache } from 'lru-cache';
+import type { Analysis } from '../sql/analysis-types.js';
+import { type DecideContext, decide } from './decide.js';
+import type { Decision } from './decision-types.js';
+import { policyVersion } from './policy-version.js';
+
+const analysisIds = new WeakMap<Analysis, number>();
+let nextAnalysisId = 1;
+
+/** A process-unique id for an Analysis object (the analysis cache hands out the same object for a hit). */
+function analysisId(a: Analysis): number {
+  let id = analysisIds.get(a);
+  if (id === undefined) {
+    id = nextAnalysisId++;
+    analysisIds.set(a, id);
+  }
+  return id;
+}
+
+/** Options of {@link DecisionCache}. */
+export interface DecisionCacheOptions {
+  /** Most decisions kept; default 10 000. */
+  readonly max?: number;
+}
+
+/**
+ * Memoizes {@link decide}. The key is the Analysis object's identity, the sorted set of roles, the
+ * policy version ({@link policyVersion}: a reload makes a new Config, hence a new version), the
+ * database, the connection kind and the catalog version, so a cached decision is served only for
+ * exactly what it was made for. Source: issue 4, "Decisions are cached per (analysis, role set,
+ * policy version); a reload bumps the version". Never throws.
+ */
+export class DecisionCache {
+  private readonly lru: LRUCache<string, Decision>;
+
+  constructor(opts: DecisionCacheOptions = {}) {
+    this.lru = new LRUCache({ max: opts.max ?? 10_000 });
+  }
+
+  /** The decision for (analysis, roles, ctx), from the cache or made now by {@link decide}. */
+  decide(analysis: Analysis, roles: readonly string[], ctx: DecideContext): Decision {
+    const sorted = [...new Set(roles)].sort();
+    const key = [
+      analysisId(analysis),
+      sorted.join(','),
+      policyVersion(ctx.config),
+      ctx.database,
+      ctx.connection,
+      ctx.catalog.version,
+    ].join('\0');
+    const hit = this.lru.get(key);
+    if (hit) return hit;
+    const d = decide(analysis, sorted, ctx);
+    this.lru.set(key, d);
+    return d;
+  }
+
+  /** Number of decisions held (for tests and metrics). */
+  get size(): number {
+    return this.lru.size;
+  }
+}

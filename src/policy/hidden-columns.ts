@@ -1,0 +1,75 @@
+// Which columns are hidden from a set of roles: no SEE, or generated from a column without SEE.
+import type { Catalog } from '../catalog/types.js';
+import { catalogKey } from '../catalog/types.js';
+import type { Config } from './config-schema.js';
+import { checkAction, type RuleVerdict } from './rule-match.js';
+
+/** Whether one column is hidden, and why: the SEE verdict, or the hidden column it is generated from. */
+export interface ColumnVisibility {
+  readonly hidden: boolean;
+  /** The SEE check of the column itself (deny rule, allow rule, or default deny). */
+  readonly see: RuleVerdict;
+  /** For a generated column that is hidden because a column it reads is: that column's name. */
+  readonly generatedFrom?: string;
+}
+
+/**
+ * Answers "is this column hidden from these roles" for one database and catalog, memoized.
+ * Source: seed 004 "Hiding a column" (SEE says which values a role may read; no rule means no SEE)
+ * and DESIGN.md "Side channels — Derived values" (a generated column computed from a hidden column
+ * is hidden too; `generatedFrom` in the catalog names what it reads).
+ */
+export class HiddenColumns {
+  private readonly memo = new Map<string, ColumnVisibility>();
+
+  /**
+   * @param config the policy; @param roles the caller's roles; @param database the client-facing
+   * database name rules are scoped by; @param catalog the upstream catalog (for generated columns
+   * and for listing a table's columns).
+   */
+  constructor(
+    private readonly config: Config,
+    private readonly roles: readonly string[],
+    private readonly database: string,
+    private readonly catalog: Catalog,
+  ) {}
+
+  /** The visibility of `schema.table.column`. A column the catalog does not know is judged by SEE alone. */
+  column(schema: string, table: string, column: string): ColumnVisibility {
+    return this.visit(schema, table, column, new Set());
+  }
+
+  /** The names of the columns of `schema.table` hidden from the roles (catalog order); [] for an unknown table. */
+  hiddenOf(schema: string, table: string): string[] {
+    const rel = this.catalog.relations.get(catalogKey(schema, table));
+    if (!rel) return [];
+    return rel.columns.filter((c) => this.column(schema, table, c.name).hidden).map((c) => c.name);
+  }
+
+  private visit(schema: string, table: string, column: string, seen: Set<string>): ColumnVisibility {
+    const key = `${schema}\0${table}\0${column}`;
+    const hit = this.memo.get(key);
+    if (hit) return hit;
+    const see = checkAction(this.config, this.roles, 'SEE', this.database, {
+      level: 'column',
+      schema,
+      table,
+      column,
+    });
+    let out: ColumnVisibility = { hidden: !see.granted, see };
+    if (see.granted && !seen.has(key)) {
+      seen.add(key);
+      const col = this.catalog.relations
+        .get(catalogKey(schema, table))
+        ?.columns.find((c) => c.name === column);
+      for (const from of col?.generatedFrom ?? []) {
+        if (this.visit(schema, table, from, seen).hidden) {
+          out = { hidden: true, see, generatedFrom: from };
+          break;
+        }
+      }
+    }
+    this.memo.set(key, out);
+    return out;
+  }
+}
