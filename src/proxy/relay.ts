@@ -553,8 +553,10 @@ export class Relay {
     }
     const head = this.expects[0];
     if (!head) return f.bytes;
+    const discarding = this.discarding;
     const out = this.reply(head, f);
-    return this.discarding ? null : out;
+    // The message that starts discarding (the refusal in place of a RowDescription) still goes out.
+    return discarding ? null : out;
   }
 
   private parameterStatus(f: Frame): Buffer {
