@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { LoadedConfig } from '../policy/config-load.js';
 import { splitHostPort } from '../policy/config-schema.js';
 import { DecisionCache } from '../policy/decision-cache.js';
+import type { ConnectionKind } from '../policy/decision-types.js';
 import { createAnalysisCache } from '../sql/analyze.js';
 import type { ErrorFields } from '../wire/backend.js';
 import { AuditLog } from './audit.js';
@@ -49,7 +50,22 @@ function loadTls(loaded: LoadedConfig): tls.SecureContext | undefined {
  * address cannot be bound (EADDRINUSE, EACCES) or the TLS files cannot be read.
  * Over `limits.max_client_connections`, a new client gets FATAL 53300 too_many_connections.
  */
-export async function startProxy(initial: LoadedConfig, logger: Logger): Promise<ProxyServer> {
+/** Options of {@link startProxy}. */
+export interface ProxyOptions {
+  /**
+   * The connection kind of every session (seed 004's table): the config's `mode` by default;
+   * `pgwarden mcp` runs its own loopback listener with `mcp`.
+   */
+  readonly connection?: ConnectionKind;
+  /** Listen here instead of the config's `listen` (e.g. `127.0.0.1:0` for an internal listener). */
+  readonly listen?: string;
+}
+
+export async function startProxy(
+  initial: LoadedConfig,
+  logger: Logger,
+  opts: ProxyOptions = {},
+): Promise<ProxyServer> {
   let current = initial;
   let secure = loadTls(initial);
   const sessions = new Set<ClientSession>();
@@ -89,6 +105,7 @@ export async function startProxy(initial: LoadedConfig, logger: Logger): Promise
       analyses,
       decisions,
       audit,
+      connection: opts.connection ?? current.config.mode,
       ...(refusal ? { refusal } : {}),
       onClose: (s) => {
         if (refusal) refusing--;
@@ -104,7 +121,7 @@ export async function startProxy(initial: LoadedConfig, logger: Logger): Promise
   });
   server.maxConnections = 100_000;
 
-  const [host, port] = splitHostPort(initial.config.listen);
+  const [host, port] = splitHostPort(opts.listen ?? initial.config.listen);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

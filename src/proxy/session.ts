@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { LoadedConfig } from '../policy/config-load.js';
 import { checkDatabaseAccess } from '../policy/database-access.js';
 import type { DecisionCache } from '../policy/decision-cache.js';
+import type { ConnectionKind } from '../policy/decision-types.js';
 import { findPrincipal, type Principal } from '../policy/principals.js';
 import { resolveRoles } from '../policy/resolve-roles.js';
 import type { AnalysisCache } from '../sql/analyze.js';
@@ -60,6 +61,8 @@ export interface SessionContext {
   readonly analyses: AnalysisCache;
   readonly decisions: DecisionCache;
   readonly audit: AuditLog;
+  /** The connection kind this listener serves: the config's mode, or `mcp` for the MCP server's own listener. */
+  readonly connection: ConnectionKind;
   /**
    * Set when the session must be refused once its StartupMessage has arrived (PostgreSQL reads the
    * packet first, then answers FATAL 53300 too_many_connections or 57P03 cannot_connect_now).
@@ -213,7 +216,7 @@ export class ClientSession {
     });
     if (!resolution.ok) throw fatal(resolution.sqlstate, resolution.message);
     this.roles = resolution.roles;
-    const access = checkDatabaseAccess(config, resolution.roles, filtered.database, config.mode);
+    const access = checkDatabaseAccess(config, resolution.roles, filtered.database, this.ctx.connection);
     if (!access.ok) {
       throw new ClientError({
         severity: 'FATAL',
@@ -295,7 +298,7 @@ export class ClientSession {
         config,
         roles: resolution.roles,
         database,
-        connection: config.mode,
+        connection: this.ctx.connection,
         paths: new SearchPathTracker(startPath),
         names: { prepared: new Map(), cursors: new Map() },
         catalog: async (refresh) => {
