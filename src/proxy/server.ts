@@ -8,6 +8,7 @@ import type { LoadedConfig } from '../policy/config-load.js';
 import { splitHostPort } from '../policy/config-schema.js';
 import { DecisionCache } from '../policy/decision-cache.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
+import type { AnalysisCacheStats } from '../sql/analysis-cache.js';
 import { createAnalysisCache } from '../sql/analyze.js';
 import type { ErrorFields } from '../wire/backend.js';
 import { AuditLog } from './audit.js';
@@ -25,6 +26,8 @@ export interface ProxyServer {
   readonly address: { host: string; port: number };
   /** Number of open client sessions. */
   readonly sessionCount: () => number;
+  /** Read-only counters for metrics and the benchmark: the analysis cache's hits and misses so far. */
+  stats(): { analysis: AnalysisCacheStats };
   /** Replaces the config for new sessions (SIGHUP); running sessions keep theirs. */
   reload(next: LoadedConfig): void;
   /**
@@ -136,6 +139,7 @@ export async function startProxy(
   return {
     address: { host: addr.address, port: addr.port },
     sessionCount: () => sessions.size,
+    stats: () => ({ analysis: analyses.stats() }),
     reload(next) {
       secure = loadTls(next);
       current = next;
