@@ -1,0 +1,204 @@
+// Attacks on hidden columns (users.email, users.ssn, orgs.secret) and on the protocol relay.
+// describe('leaks'): findings — each asserts the SAFE behaviour and fails until the product is fixed.
+// describe('blocked'): attacks that are correctly stopped today, kept as regression guards.
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { decodeDataRow, decodeErrorResponse } from '../../src/wire/backend.js';
+import { BackendCode } from '../../src/wire/codes.js';
+import type { Frame } from '../../src/wire/framer.js';
+import { bind, execute, parse, query, sync } from '../../src/wire/frontend-encode.js';
+import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { RawClient } from '../helpers/raw-client.js';
+
+let proxy: TestProxy;
+let alice: pg.Client;
+let bob: pg.Client;
+beforeAll(async () => {
+  proxy = await startTestProxy();
+  alice = await proxy.client('alice');
+  bob = await proxy.client('bob');
+});
+afterAll(async () => {
+  await alice.end();
+  await bob.end();
+  await proxy.close();
+});
+
+/** The SQLSTATE a statement fails with, or 'ok' with its rows. */
+async function outcome(c: pg.Client, sql: string): Promise<{ code: string; rows: unknown[] }> {
+  return c.query(sql).then(
+    (r) => ({ code: 'ok', rows: r.rows }),
+    (e: pg.DatabaseError) => ({ code: e.code ?? 'unknown', rows: [] }),
+  );
+}
+
+/** Runs `sql` in a transaction that is rolled back (bob's writes leave nothing behind). */
+async function inRollback(c: pg.Client, sql: string): Promise<{ code: string; rows: unknown[] }> {
+  await c.query('begin');
+  try {
+    return await outcome(c, sql);
+  } finally {
+    await c.query('rollback');
+  }
+}
+
+const SSNS = ['901-13-7919', '902-16-5838', '903-19-3757'];
+const EMAILS = ['ada.tervo@example.com', 'bram.wendt@example.com', 'cleo.zeller@example.com'];
+
+/** Every DataRow cell of `frames` as text. */
+function cells(frames: readonly Frame[]): string[] {
+  return frames
+    .filter((f) => f.code === BackendCode.DataRow)
+    .flatMap((f) => decodeDataRow(f.payload).map((c) => c?.toString() ?? 'NULL'));
+}
+
+function errorCodes(frames: readonly Frame[]): string[] {
+  return frames
+    .filter((f) => f.code === BackendCode.ErrorResponse)
+    .map((f) => decodeErrorResponse(f.payload).code ?? '');
+}
+
+async function rawAlice(): Promise<RawClient> {
+  const c = await RawClient.connect(proxy.port);
+  await c.login({ user: 'alice', database: 'demo' }, 'alice');
+  return c;
+}
+
+describe('leaks', () => {
+  describe('a computed CTE column that is never referenced is still evaluated (error oracle)', () => {
+    // Postgres drops an unreferenced output of a subquery it flattens, but a materialized CTE
+    // (explicit, referenced twice, recursive, or a data-modifying one) computes its whole target
+    // list. The deferred uses of that column are never replayed, so the statement is allowed and
+    // 22012 vs success answers "is length(ssn) = 11" / "does ssn start with 901".
+    test('WITH … AS MATERIALIZED: division by zero answers a LIKE on users.ssn', async () => {
+      const hit = await outcome(
+        alice,
+        "with s as materialized (select id, 1/(case when ssn like '901%' then 0 else 1 end) as x from users) select id from s",
+      );
+      const miss = await outcome(
+        alice,
+        "with s as materialized (select id, 1/(case when ssn like '999%' then 0 else 1 end) as x from users) select id from s",
+      );
+      expect(hit.code).toBe('42501');
+      expect(miss.code).toBe('42501');
+    });
+
+    test('a CTE referenced twice is materialized: length(ssn) oracle', async () => {
+      const r = await outcome(
+        alice,
+        'with s as (select id, 1/(length(ssn)-11) as x from users) select a.id from s a, s b where a.id = b.id',
+      );
+      expect(r.code).toBe('42501');
+    });
+
+    test('WITH RECURSIVE base term: length(ssn) oracle', async () => {
+      const r = await outcome(
+        alice,
+        'with recursive s(id, x) as (select id, 1/(length(ssn)-11) from users union all select id + 100, x from s where id < 0) select id from s',
+      );
+      expect(r.code).toBe('42501');
+    });
+
+    test('data-modifying CTE: RETURNING expression over users.ssn (bob)', async () => {
+      const r = await inRollback(
+        bob,
+        'with w as (update users set name = name where id = 1 returning id, 1/(length(ssn)-11) as x) select id from w',
+      );
+      expect(r.code).toBe('42501');
+    });
+  });
+
+  describe('protocol portals and SQL cursors share one namespace upstream', () => {
+    test('FETCH from a protocol-level portal returns its rows unmasked', async () => {
+      const c = await rawAlice();
+      try {
+        c.write(query('begin'));
+        await c.untilReady();
+        c.write(
+          Buffer.concat([
+            parse('s', 'select name, ssn from users order by id'),
+            bind({ statement: 's', portal: 'p' }),
+            sync(),
+          ]),
+        );
+        await c.untilReady();
+        c.write(query('fetch 2 from p'));
+        const frames = await c.untilReady();
+        const got = cells(frames);
+        for (const ssn of SSNS) expect(got).not.toContain(ssn);
+        // Safe: refused, or masked.
+        expect(errorCodes(frames).length > 0 || got.includes('*****')).toBe(true);
+      } finally {
+        c.end();
+      }
+    });
+
+    test('Execute of a portal name that a later DECLARE reused runs the cursor under the old plan', async () => {
+      const c = await rawAlice();
+      try {
+        // A harmless protocol portal "c" (gone upstream at the end of its implicit transaction,
+        // but remembered by the proxy with its unmasked plan) …
+        c.write(
+          Buffer.concat([
+            parse('s', 'select id, name from users where id = 1'),
+            bind({ statement: 's', portal: 'c' }),
+            execute('c'),
+            sync(),
+          ]),
+        );
+        await c.untilReady();
+        // … then a SQL cursor of the same name over a hidden column, run through Execute.
+        c.write(query('begin; declare c cursor for select name, ssn from users order by id'));
+        await c.untilReady();
+        c.write(Buffer.concat([execute('c', 3), sync()]));
+        const frames = await c.untilReady();
+        const got = cells(frames);
+        for (const ssn of SSNS) expect(got).not.toContain(ssn);
+        expect(errorCodes(frames).length > 0 || got.includes('*****')).toBe(true);
+      } finally {
+        c.end();
+      }
+    });
+  });
+});
+
+describe('blocked', () => {
+  const refusedForAlice: string[] = [
+    'select id from users where email is null',
+    'select count(email) from users',
+    'select count(*) filter (where ssn is null) from users',
+    'select max(ssn) from users',
+    'select row(u.*) from users u',
+    'select to_jsonb(u) from users u',
+    'select email from users order by 1',
+    'select id, email from users order by 2',
+    "select string_agg(name, ',' order by ssn) from users",
+    'select (array_agg(email))[1] from users',
+    'select email collate "C" from users',
+    'select email::varchar(3) from users',
+    'select id from (select id, 1/(length(ssn)-11) as x from users group by id, ssn) s',
+  ];
+  for (const sql of refusedForAlice) {
+    test(`alice: ${sql}`, async () => {
+      expect((await outcome(alice, sql)).code).toBe('42501');
+    });
+  }
+
+  test('alice: (u).* and tablesample are masked', async () => {
+    const r = await outcome(alice, 'select (u).* from users u where id = 1');
+    expect(r.rows).toEqual([{ id: 1, name: 'Ada Tervo', email: '*****', ssn: '*****', org_id: 2 }]);
+    const t = await outcome(alice, 'select email from users tablesample bernoulli (100)');
+    expect(t.rows.every((x) => (x as { email: string }).email === '*****')).toBe(true);
+    expect(JSON.stringify(t.rows)).not.toContain(EMAILS[0]);
+  });
+
+  test('alice: an unreferenced computed column of a flattened subquery is not evaluated', async () => {
+    // Postgres removes it (remove_unused_subquery_outputs): no oracle, and allowed by design.
+    for (const sql of [
+      'select id from (select id, 1/(length(ssn)-11) as x from users offset 0) s',
+      'select id from (select id, 1/(length(ssn)-11) as x from users union all select 1, 1) s',
+    ]) {
+      expect((await outcome(alice, sql)).code).toBe('ok');
+    }
+  });
+});
