@@ -1,4 +1,4 @@
-// The pgwarden command line: serve, demo (npm start), passwd. Wiring only; the logic lives in src/*.
+// The pgwarden command line: serve, demo (npm start), passwd, check, keys. Wiring only; the logic lives in src/*.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
@@ -135,6 +135,95 @@ program
       process.exit(EXIT_CONFIG);
     }
     process.stdout.write(`${createScramVerifier(password, { iterations: Number(opts.iterations) })}\n`);
+  });
+
+/** Colour on a terminal only, and never with NO_COLOR set (https://no-color.org). */
+const colour = (): boolean => process.stdout.isTTY === true && !process.env.NO_COLOR;
+
+/** Prints a command's outcome and sets the exit code (the logic lives in src/policy). */
+function finish(out: { exitCode: number; stdout: string; stderr: string }): void {
+  process.stdout.write(out.stdout);
+  process.stderr.write(out.stderr);
+  process.exitCode = out.exitCode;
+}
+
+program
+  .command('check')
+  .description('show what a user may do with a SQL string: verdict, masked columns, the rules that decided')
+  .requiredOption('-c, --config <file>', 'pgwarden.yaml')
+  .requiredOption('-u, --user <name>', 'a user or API key id of the config')
+  .option('-r, --role <name>', 'the role the connection names (pgwarden.role)')
+  .option('-d, --database <name>', 'the database (default: the only one configured)')
+  .option('--json', 'JSON output')
+  .argument('<sql>', 'the SQL string, one or more statements')
+  .action(
+    async (
+      sql: string,
+      opts: { config: string; user: string; role?: string; database?: string; json?: boolean },
+    ) => {
+      const { runCheck } = await import('./policy/check-run.js');
+      const { CatalogSource } = await import('./proxy/catalog-source.js');
+      const catalogs = new CatalogSource(60_000);
+      finish(
+        await runCheck(
+          { ...opts, sql, colour: colour() },
+          { loadCatalog: (database, url) => catalogs.get(database, url) },
+        ),
+      );
+    },
+  );
+
+const keys = program
+  .command('keys')
+  .description('create, rotate, revoke and list API keys (the keys file beside the config)');
+keys
+  .command('create')
+  .description('create a key holding exactly the given roles; prints its token once')
+  .requiredOption('-c, --config <file>', 'pgwarden.yaml (its keys_file is edited)')
+  .requiredOption('-r, --role <name...>', 'role(s) the key holds')
+  .option('--expires <when>', 'never, <n>d, <n>h or an ISO date; at most one year', '90d')
+  .option('--description <text>', 'what the key is for')
+  .option('--json', 'JSON output')
+  .action(
+    async (opts: {
+      config: string;
+      role: string[];
+      expires: string;
+      description?: string;
+      json?: boolean;
+    }) => {
+      const { keysCreate } = await import('./policy/keys-command.js');
+      finish(keysCreate({ ...opts, roles: opts.role, colour: colour() }));
+    },
+  );
+keys
+  .command('rotate')
+  .description('give a key a new token; the old one stays valid for 24 hours')
+  .requiredOption('-c, --config <file>', 'pgwarden.yaml')
+  .option('--json', 'JSON output')
+  .argument('<id>', 'the key id (pgw_…)')
+  .action(async (id: string, opts: { config: string; json?: boolean }) => {
+    const { keysRotate } = await import('./policy/keys-command.js');
+    finish(keysRotate({ ...opts, id, colour: colour() }));
+  });
+keys
+  .command('revoke')
+  .description('revoke a key')
+  .requiredOption('-c, --config <file>', 'pgwarden.yaml')
+  .option('--json', 'JSON output')
+  .argument('<id>', 'the key id (pgw_…)')
+  .action(async (id: string, opts: { config: string; json?: boolean }) => {
+    const { keysRevoke } = await import('./policy/keys-command.js');
+    finish(keysRevoke({ ...opts, id }));
+  });
+keys
+  .command('list')
+  .description('list the keys: roles, status, expiry, rotation window')
+  .requiredOption('-c, --config <file>', 'pgwarden.yaml')
+  .option('--json', 'JSON output')
+  .action(async (opts: { config: string; json?: boolean }) => {
+    const { keysList } = await import('./policy/keys-command.js');
+    finish(keysList({ ...opts, colour: colour() }));
   });
 
 await program.parseAsync(process.argv);

@@ -1,0 +1,203 @@
+// `pgwarden keys create|rotate|revoke|list`: edits the keys file beside the config and prints a new token once.
+import { alignedTable, paint } from './aligned-table.js';
+import { createKey, keyStatus, parseExpiry, revokeKey, rotateKey } from './api-keys.js';
+import { ConfigError, loadConfig } from './config-load.js';
+import type { ApiKey, Config } from './config-schema.js';
+import { keysFilePath, readKeysFile, writeKeysFile } from './keys-file.js';
+
+/** What the CLI prints and the code it exits with: 0 done, 2 usage or config error. */
+export interface KeysOutcome {
+  readonly exitCode: 0 | 2;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Options shared by every `keys` subcommand. */
+export interface KeysOptions {
+  readonly config: string;
+  readonly json?: boolean;
+  readonly colour?: boolean;
+  /** ms since the epoch; default Date.now(). */
+  readonly now?: number;
+  /** PBKDF2 iterations for new verifiers; default 4096. */
+  readonly iterations?: number;
+}
+
+/** The default lifetime of a new key when `--expires` is not given. */
+export const DEFAULT_KEY_EXPIRY = '90d';
+
+function fail(message: string): KeysOutcome {
+  return { exitCode: 2, stdout: '', stderr: `pgwarden keys: ${message}\n` };
+}
+
+/** Loads the config and the keys file it names; a message when either is unusable. */
+function open(
+  opts: KeysOptions,
+): { ok: true; config: Config; file: string; keys: ApiKey[] } | { ok: false; out: KeysOutcome } {
+  let loaded: ReturnType<typeof loadConfig>;
+  try {
+    loaded = loadConfig(opts.config);
+  } catch (e) {
+    if (e instanceof ConfigError)
+      return { ok: false, out: { exitCode: 2, stdout: '', stderr: `${e.message}\n` } };
+    throw e;
+  }
+  const kf = loaded.config.keys_file;
+  if (kf === undefined) {
+    return {
+      ok: false,
+      out: fail(
+        `${opts.config} names no keys file; add \`keys_file: pgwarden.keys.yaml\` (beside the config)`,
+      ),
+    };
+  }
+  const file = keysFilePath(loaded.file, kf);
+  const read = readKeysFile(file);
+  if (!read.ok) return { ok: false, out: fail(read.problems.join('\n  ')) };
+  return { ok: true, config: loaded.config, file, keys: read.keys };
+}
+
+function save(file: string, keys: readonly ApiKey[]): KeysOutcome | undefined {
+  try {
+    writeKeysFile(file, keys);
+    return undefined;
+  } catch (e) {
+    return fail(`cannot write ${file}: ${(e as Error).message}`);
+  }
+}
+
+function tokenOutcome(
+  opts: KeysOptions,
+  verb: string,
+  key: ApiKey,
+  token: string,
+  extra: string[],
+): KeysOutcome {
+  if (opts.json) {
+    const out = { id: key.id, token, roles: key.roles, expires_at: key.expires_at };
+    return {
+      exitCode: 0,
+      stdout: `${JSON.stringify({ ...out, ...(key.previous_expires_at ? { previous_expires_at: key.previous_expires_at } : {}) })}\n`,
+      stderr: '',
+    };
+  }
+  const rows = [
+    ['key id:', key.id],
+    ['token:', paint(token, 'bold', opts.colour ?? false)],
+    ['roles:', key.roles.join(', ')],
+    ['expires:', key.expires_at ?? 'never'],
+  ];
+  return {
+    exitCode: 0,
+    stdout: `${verb} API key ${key.id}.\n${alignedTable(rows, '  ')}${[
+      'The token is shown once: store it now. Only its SCRAM verifier is kept.',
+      'Log in with the key id as the user name and the token as the password.',
+      ...extra,
+      'Reload the proxy (SIGHUP) for the change to take effect.',
+    ].join('\n')}\n`,
+    stderr: '',
+  };
+}
+
+/**
+ * `keys create`: a new key holding exactly `roles` (each must exist in the config), expiring per
+ * `expires` (`never`, `<n>d`, `<n>h`, an ISO date; at most one year; default {@link DEFAULT_KEY_EXPIRY}).
+ * Prints the token once. Exit 2 for an unknown role, a bad expiry, no `keys_file`, an invalid config.
+ * Source: issue 4, "API keys".
+ */
+export function keysCreate(
+  opts: KeysOptions & { roles: readonly string[]; expires?: string; description?: string },
+): KeysOutcome {
+  const o = open(opts);
+  if (!o.ok) return o.out;
+  if (opts.roles.length === 0) return fail('at least one --role is required');
+  const unknown = opts.roles.filter((r) => !Object.hasOwn(o.config.roles, r));
+  if (unknown.length > 0) return fail(`no role ${unknown.map((r) => `"${r}"`).join(', ')} in ${opts.config}`);
+  const now = opts.now ?? Date.now();
+  const expiry = parseExpiry(opts.expires ?? DEFAULT_KEY_EXPIRY, now);
+  if (!expiry.ok) return fail(expiry.message);
+  const taken = new Set([...o.config.api_keys.map((k) => k.id), ...Object.keys(o.config.users)]);
+  const createOpts = {
+    roles: opts.roles,
+    expiresAt: expiry.expiresAt,
+    now,
+    ...(opts.description !== undefined ? { description: opts.description } : {}),
+    ...(opts.iterations !== undefined ? { iterations: opts.iterations } : {}),
+  };
+  let made = createKey(o.keys, createOpts);
+  while (taken.has(made.key.id)) made = createKey(o.keys, createOpts);
+  const err = save(o.file, made.keys);
+  if (err) return err;
+  return tokenOutcome(opts, 'Created', made.key, made.token, []);
+}
+
+/**
+ * `keys rotate <id>`: a new token for the key; the old one stays valid for 24 hours (issue 4).
+ * Exit 2 for a key not in the keys file, or one that is revoked or expired.
+ */
+export function keysRotate(opts: KeysOptions & { id: string }): KeysOutcome {
+  const o = open(opts);
+  if (!o.ok) return o.out;
+  const r = rotateKey(o.keys, opts.id, opts.now ?? Date.now());
+  if (!r.ok) return fail(r.message);
+  const err = save(o.file, r.keys);
+  if (err) return err;
+  return tokenOutcome(opts, 'Rotated', r.key, r.token, [
+    `The previous token stays valid until ${r.key.previous_expires_at}.`,
+  ]);
+}
+
+/** `keys revoke <id>`: the key can no longer log in once the proxy reloads. Exit 2 for an unknown key. */
+export function keysRevoke(opts: KeysOptions & { id: string }): KeysOutcome {
+  const o = open(opts);
+  if (!o.ok) return o.out;
+  const r = revokeKey(o.keys, opts.id);
+  if (!r.ok) return fail(r.message);
+  const err = save(o.file, r.keys);
+  if (err) return err;
+  return {
+    exitCode: 0,
+    stdout: opts.json
+      ? `${JSON.stringify({ id: opts.id, revoked: true })}\n`
+      : `Revoked API key ${opts.id}. Reload the proxy (SIGHUP): its open sessions are then closed.\n`,
+    stderr: '',
+  };
+}
+
+/** `keys list`: every key of the keys file with its roles, status, creation, expiry and rotation window. */
+export function keysList(opts: KeysOptions): KeysOutcome {
+  const o = open(opts);
+  if (!o.ok) return o.out;
+  const now = opts.now ?? Date.now();
+  const rows = o.keys.map((k) => {
+    const overlap =
+      k.previous_expires_at && Date.parse(k.previous_expires_at) > now && !k.revoked
+        ? k.previous_expires_at
+        : null;
+    return {
+      id: k.id,
+      roles: k.roles,
+      status: keyStatus(k, now),
+      created_at: k.created_at ?? null,
+      expires_at: k.expires_at,
+      previous_token_valid_until: overlap,
+      description: k.description ?? null,
+    };
+  });
+  if (opts.json) return { exitCode: 0, stdout: `${JSON.stringify(rows, null, 2)}\n`, stderr: '' };
+  if (rows.length === 0) return { exitCode: 0, stdout: `No API keys in ${o.file}.\n`, stderr: '' };
+  const c = opts.colour ?? false;
+  const table = [
+    ['id', 'roles', 'status', 'created', 'expires', 'old token until', 'description'],
+    ...rows.map((r) => [
+      r.id,
+      r.roles.join(','),
+      paint(r.status, r.status === 'active' ? 'green' : 'red', c),
+      r.created_at ?? '-',
+      r.expires_at ?? 'never',
+      r.previous_token_valid_until ?? '-',
+      r.description ?? '',
+    ]),
+  ];
+  return { exitCode: 0, stdout: alignedTable(table), stderr: '' };
+}
