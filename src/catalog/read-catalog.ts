@@ -35,9 +35,10 @@ const PROKINDS: Readonly<Record<string, CatalogFunction['kind']>> = {
 // Functions). Then `SET LOCAL search_path = pg_catalog` (undone by COMMIT), as pg_dump does, so
 // pg_get_viewdef / pg_get_expr / format_type schema-qualify every object outside pg_catalog and
 // the definitions read the same whatever path the analysis later runs under.
-const READ_SQL = `
-BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY;
-SELECT current_setting('server_version_num')::int AS version, current_schemas(false)::text[] AS path;
+/** The reads themselves, without the transaction around them: one result set each, SET LOCAL included. */
+export const CATALOG_READS = `
+SELECT current_setting('server_version_num')::int AS version, current_schemas(false)::text[] AS path,
+       coalesce(nullif(pg_my_temp_schema(), 0)::regnamespace::text, '') AS temp;
 SET LOCAL search_path = pg_catalog;
 SELECT nspname FROM pg_namespace;
 SELECT c.oid, n.nspname, c.relname, c.relkind::text AS relkind,
@@ -85,12 +86,14 @@ SELECT a.attrelid AS rel, a.attname, a.attnum, a.atttypid, format_type(a.atttypi
 SELECT p.oid, n.nspname, p.proname, p.proargtypes::text AS args, p.prorettype, p.proretset,
        p.provolatile::text AS provolatile, p.prokind::text AS prokind
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace;
-COMMIT;
 `;
+
+const READ_SQL = `BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY;${CATALOG_READS}COMMIT;`;
 
 interface HeadRow {
   version: number;
   path: string[];
+  temp: string;
 }
 interface NamespaceRow {
   nspname: string;
@@ -124,8 +127,13 @@ interface FunctionRow {
   prokind: string;
 }
 
-/** Indexes of READ_SQL's result sets (BEGIN and SET LOCAL also produce one). */
-const RESULT = { head: 1, namespaces: 3, relations: 4, columns: 5, functions: 6, count: 8 } as const;
+/** Indexes of CATALOG_READS's result sets (SET LOCAL also produces one). */
+const RESULT = { head: 0, namespaces: 2, relations: 3, columns: 4, functions: 5, count: 6 } as const;
+
+/** The rows of one result set of CATALOG_READS, values already parsed (pg's type parsers). */
+export interface ResultRows {
+  readonly rows: readonly unknown[];
+}
 
 /**
  * Reads the Catalog of the database `client` is connected to, as the login it is connected as.
@@ -166,9 +174,26 @@ export async function readCatalog(client: pg.ClientBase, version: number): Promi
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   }
-  if (!Array.isArray(results) || results.length !== RESULT.count) {
+  // BEGIN and COMMIT produce a result set each around the reads.
+  if (!Array.isArray(results) || results.length !== RESULT.count + 2) {
     throw new Error(`catalog read returned ${Array.isArray(results) ? results.length : 1} results`);
   }
+  return buildCatalog(results.slice(1, -1), version);
+}
+
+/**
+ * Builds the Catalog from the result sets of {@link CATALOG_READS} (in order, SET LOCAL's empty
+ * one included), however they were read: by {@link readCatalog} on a catalog connection, or
+ * in-band on a client's own upstream session (the proxy does that inside a transaction, where
+ * uncommitted DDL and temporary tables are visible to that session only). `tempSchema` is the
+ * reading session's own temporary schema (`pg_temp_N`), empty when it has none.
+ * Throws an Error when the result sets are not the expected ones.
+ */
+export function buildCatalog(
+  results: readonly ResultRows[],
+  version: number,
+): Catalog & { readonly tempSchema: string } {
+  if (results.length !== RESULT.count) throw new Error(`catalog read returned ${results.length} results`);
   const rows = <T>(i: number): T[] => results[i]!.rows as T[];
 
   const head = rows<HeadRow>(RESULT.head)[0];
@@ -239,6 +264,7 @@ export async function readCatalog(client: pg.ClientBase, version: number): Promi
 
   return Object.freeze({
     version,
+    tempSchema: head.temp,
     serverVersionNum: head.version,
     defaultSearchPath: Object.freeze([...head.path]),
     namespaces,

@@ -1,13 +1,18 @@
 // The relay after start-up: every client message decided before it is sent, every reply checked and masked.
 import type net from 'node:net';
+import pg from 'pg';
 import type { Logger } from 'pino';
+import { buildCatalog, CATALOG_READS, type ResultRows } from '../catalog/read-catalog.js';
+import type { Catalog } from '../catalog/types.js';
 import type { Refusal } from '../policy/decision-types.js';
 import type { AnalysisCache } from '../sql/analyze.js';
 import {
   decodeCommandComplete,
+  decodeDataRow,
   decodeErrorResponse,
   decodeParameterStatus,
   decodeReadyForQuery,
+  decodeRowDescription,
   type ErrorFields,
   errorResponse,
 } from '../wire/backend.js';
@@ -63,6 +68,16 @@ type Expect =
     }
   | { readonly t: 'close'; readonly undo: () => void }
   | { readonly t: 'sync' }
+  /** pgwarden's own catalog read on this session: every reply is consumed here, none reaches the client. */
+  | {
+      readonly t: 'internal';
+      readonly results: ResultRows[];
+      fields: ((v: string) => unknown)[];
+      names: string[];
+      rows: Record<string, unknown>[];
+      failed: boolean;
+      readonly done: (r: ResultRows[] | null) => void;
+    }
   /** A message we sent in place of a refused one, so the upstream's transaction fails as Postgres's would. */
   | { readonly t: 'probe'; readonly error: Buffer; readonly untilReady: boolean };
 
@@ -165,6 +180,95 @@ export class Relay {
       this.fromUpstreamFrames(frames);
     });
     upstream.socket.resume();
+  }
+
+  /**
+   * Reads the catalog on this session's upstream connection (it alone sees the session's
+   * uncommitted DDL and temporary tables): inside a transaction block within a savepoint that
+   * is rolled back (so its `SET LOCAL search_path` leaves no trace), else in its own read-only
+   * transaction. Resolves null when the connection is not free (replies owed, or a failed
+   * transaction) or the read fails. `version` must be unique among catalogs (decision caches key on it).
+   */
+  readInBandCatalog(version: number): Promise<Catalog | null> {
+    if (this.expects.length > 0 || this.status === 'E') {
+      this.o.log.debug(
+        { event: 'in-band-catalog', expects: this.expects.map((e) => e.t), status: this.status },
+        'connection not free',
+      );
+      return Promise.resolve(null);
+    }
+    const sql =
+      this.status === 'T'
+        ? `SAVEPOINT pgwarden_catalog;${CATALOG_READS}ROLLBACK TO SAVEPOINT pgwarden_catalog;RELEASE SAVEPOINT pgwarden_catalog;`
+        : `BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY;${CATALOG_READS}COMMIT;`;
+    return new Promise((resolve) => {
+      this.expects.push({
+        t: 'internal',
+        results: [],
+        fields: [],
+        names: [],
+        rows: [],
+        failed: false,
+        done: (results) => {
+          if (!results) return resolve(null);
+          try {
+            resolve(buildCatalog(results.slice(1, -(this.status === 'T' ? 2 : 1)), version));
+          } catch (e) {
+            this.o.log.warn(
+              { event: 'in-band-catalog', err: (e as Error).message },
+              'in-band catalog read failed',
+            );
+            resolve(null);
+          }
+        },
+      });
+      this.send(encodeQuery(sql));
+    });
+  }
+
+  /** Consumes a reply of pgwarden's own catalog read; returns true when it was one. */
+  private internalReply(f: Frame): boolean {
+    const head = this.expects[0];
+    if (head?.t !== 'internal') return false;
+    switch (f.code) {
+      case BackendCode.RowDescription: {
+        const fields = decodeRowDescription(f.payload);
+        head.names = fields.map((x) => x.name);
+        head.fields = fields.map((x) => pg.types.getTypeParser(x.typeOid, 'text') as (v: string) => unknown);
+        head.rows = [];
+        break;
+      }
+      case BackendCode.DataRow: {
+        const cells = decodeDataRow(f.payload);
+        const row: Record<string, unknown> = {};
+        cells.forEach((c, i) => {
+          row[head.names[i] as string] =
+            c === null ? null : (head.fields[i] as (v: string) => unknown)(c.toString('utf8'));
+        });
+        head.rows.push(row);
+        break;
+      }
+      case BackendCode.CommandComplete:
+        head.results.push({ rows: head.rows });
+        head.rows = [];
+        head.names = [];
+        head.fields = [];
+        break;
+      case BackendCode.ErrorResponse:
+        head.failed = true;
+        this.o.log.warn(
+          { event: 'in-band-catalog', err: decodeErrorResponse(f.payload).message },
+          'in-band catalog read failed',
+        );
+        break;
+      case BackendCode.ReadyForQuery:
+        this.expects.shift();
+        head.done(head.failed ? null : head.results);
+        break;
+      default:
+        break;
+    }
+    return true;
   }
 
   /** Stops processing (the session is closing). */
@@ -538,6 +642,7 @@ export class Relay {
 
   /** The bytes to send the client for one upstream message (null: nothing). */
   private onUpstream(f: Frame): Buffer | null {
+    if (this.internalReply(f)) return null;
     switch (f.code) {
       case BackendCode.NoticeResponse:
       case BackendCode.NotificationResponse:

@@ -2,6 +2,7 @@
 import type net from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
+import type { Catalog } from '../catalog/types.js';
 import type { LoadedConfig } from '../policy/config-load.js';
 import { checkDatabaseAccess } from '../policy/database-access.js';
 import type { DecisionCache } from '../policy/decision-cache.js';
@@ -43,6 +44,9 @@ import {
   type UpstreamSession,
 } from './upstream.js';
 import type { VerifierCache } from './verifier-cache.js';
+
+/** Versions of in-band catalogs count down from -1, apart from the shared catalogs' positive ones. */
+let nextOwnCatalogVersion = -1;
 
 /** PostgreSQL's authentication_timeout default: a client has 60 s to finish logging in. */
 const AUTH_TIMEOUT_MS = 60_000;
@@ -99,6 +103,8 @@ export class ClientSession {
   private relay: Relay | undefined;
   private draining = false;
   private roles: readonly string[] = [];
+  /** A catalog read on this session's own upstream connection (uncommitted DDL, temp tables), until the next DDL. */
+  private ownCatalog: Catalog | undefined;
   private cancelKey: number | undefined;
   private principal: Principal | undefined;
 
@@ -302,13 +308,32 @@ export class ClientSession {
         paths: new SearchPathTracker(startPath),
         names: { prepared: new Map(), cursors: new Map() },
         catalog: async (refresh) => {
-          if (refresh) this.ctx.catalogs.invalidate(database);
-          return this.ctx.catalogs.get(database, db.url);
+          if (refresh) {
+            this.ctx.catalogs.invalidate(database);
+            this.ownCatalog = undefined;
+          }
+          return this.ownCatalog ?? this.ctx.catalogs.get(database, db.url);
+        },
+        inBandCatalog: async () => {
+          const own = await this.relay?.readInBandCatalog(nextOwnCatalogVersion--);
+          this.log.debug(
+            {
+              event: 'in-band-catalog',
+              read: own !== null && own !== undefined,
+              relations: own?.relations.size,
+            },
+            'in-band catalog',
+          );
+          this.ownCatalog = own ?? undefined;
+          return own ?? null;
         },
       },
       cache: this.ctx.analyses,
       decide: (analysis, roles, dctx) => this.ctx.decisions.decide(analysis, roles, dctx),
-      invalidateCatalog: () => this.ctx.catalogs.invalidate(database),
+      invalidateCatalog: () => {
+        this.ctx.catalogs.invalidate(database);
+        this.ownCatalog = undefined;
+      },
       maxMessageBytes: config.limits.max_message_bytes,
       terminate: (f) => this.terminate(f ? new ClientError(f) : undefined),
       onTransactionStatus: () => {

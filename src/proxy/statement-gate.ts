@@ -49,7 +49,13 @@ export interface GateSession {
   readonly connection: ConnectionKind;
   readonly paths: SearchPathTracker;
   readonly names: SqlNames;
+  /** The catalog to analyze with: the session's own in-band one when it has one, else the shared one (`refresh`: read anew). */
   readonly catalog: (refresh: boolean) => Promise<Catalog>;
+  /**
+   * Reads the catalog on the session's own upstream connection, which alone sees its
+   * uncommitted DDL and its temporary tables; null when the connection is not free for it.
+   */
+  readonly inBandCatalog: () => Promise<Catalog | null>;
 }
 
 /** SQLSTATEs of analysis refusals that a fresher catalog may cure (issue 5: analysis runs once more). */
@@ -98,10 +104,18 @@ export async function gate(
   decide: Decider,
 ): Promise<GateResult> {
   let catalog = await session.catalog(false);
-  let analysis = cache.analyze(sql, { catalog, ...session.paths.paths() });
+  let analysis = cache.analyze(sql, { catalog, ...pathsFor(session, catalog) });
   if (analysis.refusal && STALE_CATALOG.has(analysis.refusal.sqlstate)) {
     catalog = await session.catalog(true);
-    analysis = cache.analyze(sql, { catalog, ...session.paths.paths() });
+    analysis = cache.analyze(sql, { catalog, ...pathsFor(session, catalog) });
+  }
+  if (analysis.refusal && STALE_CATALOG.has(analysis.refusal.sqlstate)) {
+    // Uncommitted DDL and temporary tables are visible to this session's own connection only.
+    const own = await session.inBandCatalog();
+    if (own) {
+      catalog = own;
+      analysis = cache.analyze(sql, { catalog, ...pathsFor(session, catalog) });
+    }
   }
   const early = analysisRefusal(analysis);
   if (early) return { ok: false, refusal: early };
@@ -138,6 +152,24 @@ export async function gate(
     if (plans.length === i) plans.push(planOf(statement, d, inner));
   }
   return { ok: true, plans, catalog };
+}
+
+/**
+ * The session's paths, with its temporary schema first when the catalog knows it: Postgres
+ * searches `pg_temp_N` before everything else for relations unless the path names it.
+ */
+function pathsFor(session: GateSession, catalog: Catalog): ReturnType<SearchPathTracker['paths']> {
+  const p = session.paths.paths();
+  const temp = (catalog as { tempSchema?: string }).tempSchema;
+  if (!temp) return p;
+  const add = (path: readonly string[]) =>
+    path.includes('pg_temp') || path.includes(temp) ? path : [temp, ...path];
+  return {
+    searchPath: add(p.searchPath),
+    sessionSearchPath: add(p.sessionSearchPath),
+    transactionStartSearchPath: add(p.transactionStartSearchPath),
+    resetSearchPath: add(p.resetSearchPath),
+  };
 }
 
 function missingDecision(): Refusal {

@@ -75,3 +75,32 @@ describe('psql through pgwarden', () => {
     expect(r.stderr).toContain('password authentication failed for user "alice"');
   });
 });
+
+describe('DDL the shared catalog cannot see yet', () => {
+  test('a table created inside a transaction is usable in that transaction', async () => {
+    const script = [
+      'begin;',
+      'create table tx_made (id int primary key, label text);',
+      "insert into tx_made values (1, 'one'), (2, 'two');",
+      'select label from tx_made order by id;',
+      'rollback;',
+    ].join('\n');
+    const r = await psql(proxy.url('dba'), ['-qtA'], `${script}\n`);
+    expect(r.stderr).toBe('');
+    expect(r.stdout.split('\n')).toEqual(['one', 'two', '']);
+  });
+
+  test('temporary tables resolve first, as in Postgres', async () => {
+    const script = [
+      'create temp table users (id int, note text);',
+      "insert into users values (1, 'temp row');",
+      'select note from users;',
+      'select count(*) from public.users;',
+    ].join('\n');
+    const r = await psql(proxy.url('dba'), ['-qtA'], `${script}\n`);
+    expect(r.stderr).toBe('');
+    const lines = r.stdout.trim().split('\n');
+    expect(lines[0]).toBe('temp row');
+    expect(Number(lines[1])).toBeGreaterThanOrEqual(12);
+  });
+});
