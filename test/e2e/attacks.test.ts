@@ -133,6 +133,23 @@ describe('leaks', () => {
       }
     });
 
+    test('SQL EXECUTE of a protocol-level prepared statement returns its rows unmasked', async () => {
+      const c = await rawAlice();
+      try {
+        c.write(Buffer.concat([parse('q', 'select name, ssn from users order by id limit 2'), sync()]));
+        await c.untilReady();
+        // The SQL-level name map does not know q: "unknown name, the server's error" — but
+        // Postgres has one namespace for both, and runs q.
+        c.write(query('execute q'));
+        const frames = await c.untilReady();
+        const got = cells(frames);
+        for (const ssn of SSNS) expect(got).not.toContain(ssn);
+        expect(errorCodes(frames).length > 0 || got.includes('*****')).toBe(true);
+      } finally {
+        c.end();
+      }
+    });
+
     test('Execute of a portal name that a later DECLARE reused runs the cursor under the old plan', async () => {
       const c = await rawAlice();
       try {
