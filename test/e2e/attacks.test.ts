@@ -150,6 +150,32 @@ describe('leaks', () => {
       }
     });
 
+    test('a client-named statement "pgwarden\\u0001refused" turns the refusal probe into a Bind of it', async () => {
+      const c = await rawAlice();
+      try {
+        c.write(query('begin'));
+        await c.untilReady();
+        // The probe name is an ordinary statement name to Postgres: the client claims it first.
+        c.write(
+          Buffer.concat([parse('pgwarden\u0001refused', 'select name, ssn from users order by id'), sync()]),
+        );
+        await c.untilReady();
+        c.write(Buffer.concat([parse('', 'select id, name from users where id = 1'), bind({}), sync()]));
+        await c.untilReady();
+        // A refused Parse: the proxy's probe Bind('' ← probe name) now succeeds upstream, so the
+        // client gets BindComplete instead of 42501, and the unnamed portal holds the ssn query.
+        c.write(Buffer.concat([parse('', "select id from users where ssn = 'x'"), sync()]));
+        const refusal = await c.untilReady();
+        expect(errorCodes(refusal)).toEqual(['42501']);
+        c.write(Buffer.concat([execute('', 3), sync()]));
+        const frames = await c.untilReady();
+        const got = cells(frames);
+        for (const ssn of SSNS) expect(got).not.toContain(ssn);
+      } finally {
+        c.end();
+      }
+    });
+
     test('Execute of a portal name that a later DECLARE reused runs the cursor under the old plan', async () => {
       const c = await rawAlice();
       try {
