@@ -130,10 +130,6 @@ function decideStatement(
   };
 }
 
-function policyObject(r: Requirement): PolicyObject {
-  return r.object;
-}
-
 function objectKind(o: PolicyObject, database: string): string {
   if (o.level === 'database') return `database ${database}`;
   if (o.level === 'table') return `table ${shortName(o.schema, o.table)}`;
@@ -150,7 +146,7 @@ function checkRequirements(
 ): void {
   const seen = new Set<string>();
   for (const req of requirements) {
-    const object = policyObject(req);
+    const object: PolicyObject = req.object;
     const name = fullName(ctx.database, object);
     const key = `${req.action}\0${name}`;
     if (seen.has(key)) continue;
@@ -266,19 +262,13 @@ function checkUses(
       for (const c of cols) see(use.schema, use.table, c);
       if (cols.length === 0) continue;
       const first = cols[0]!;
+      const firstVis = hidden.column(use.schema, use.table, first);
       refuse(
         use,
         `table ${shortName(use.schema, use.table)} has columns hidden from you (${cols.join(', ')}) and cannot be used as a whole row`,
-        hiddenDetail(
-          ctx,
-          roles,
-          use.schema,
-          use.table,
-          first,
-          hidden.column(use.schema, use.table, first),
-          hidden,
-        ),
+        hiddenDetail(ctx, roles, use.schema, use.table, first, firstVis, hidden),
         'List the columns you need instead of the whole row: hidden ones come back masked.',
+        firstVis,
       );
       continue;
     }
