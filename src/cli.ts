@@ -1,4 +1,4 @@
-// The pgwarden command line: serve, demo (npm start), passwd, check, keys. Wiring only; the logic lives in src/*.
+// The pgwarden command line: serve, demo (npm start), passwd, check, keys, mcp. Wiring only; the logic lives in src/*.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
@@ -224,6 +224,25 @@ keys
   .action(async (opts: { config: string; json?: boolean }) => {
     const { keysList } = await import('./policy/keys-command.js');
     finish(keysList({ ...opts, colour: colour() }));
+  });
+
+program
+  .command('mcp')
+  .description(
+    'serve MCP to AI agents as an API key: stdio (PGWARDEN_API_KEY), or Streamable HTTP with --http',
+  )
+  .requiredOption('-c, --config <file>', 'pgwarden.yaml')
+  .option(
+    '--http <host:port>',
+    'serve Streamable HTTP at http://HOST:PORT/mcp (Authorization: Bearer <token>)',
+  )
+  .action(async (opts: { config: string; http?: string }) => {
+    const logger = makeLogger();
+    const { runMcpCommand } = await import('./mcp/mcp-command.js');
+    await runMcpCommand(loadOrExit(opts.config, logger), logger, {
+      ...(opts.http !== undefined ? { http: opts.http } : {}),
+      reloadConfig: () => loadConfig(opts.config),
+    });
   });
 
 await program.parseAsync(process.argv);

@@ -1,0 +1,77 @@
+// The `pgwarden mcp` command's life cycle: start, SIGHUP reload, stop on a signal or when the stdio client leaves.
+import fs from 'node:fs';
+import type { Logger } from 'pino';
+import type { LoadedConfig } from '../policy/config-load.js';
+import { API_KEY_ENV, McpStartError, startMcpServer } from './mcp-server.js';
+
+/** Exit code when `pgwarden mcp` cannot start for want of a usable key (the same as a bad config). */
+export const EXIT_NO_KEY = 2;
+
+function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown;
+    };
+    return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/** Options of {@link runMcpCommand}. */
+export interface McpCommandOptions {
+  /** `host:port` for Streamable HTTP; stdio when absent. */
+  readonly http?: string;
+  /** Re-reads the config file (SIGHUP); throws ConfigError for an invalid one, which is logged and ignored. */
+  readonly reloadConfig: () => LoadedConfig;
+}
+
+/**
+ * Runs `pgwarden mcp` until SIGINT/SIGTERM, or (stdio) until the client closes stdin; then closes the
+ * HTTP listener, the pools and the internal proxy and exits 0. SIGHUP reloads the config (a revoked
+ * key stops working at once; an invalid file is logged and the old config stays). A missing or
+ * invalid `PGWARDEN_API_KEY` on stdio is printed to stderr and exits {@link EXIT_NO_KEY}. Logs go to
+ * stderr (stdout is the MCP channel on stdio).
+ */
+export async function runMcpCommand(
+  loaded: LoadedConfig,
+  logger: Logger,
+  opts: McpCommandOptions,
+): Promise<void> {
+  let running: Awaited<ReturnType<typeof startMcpServer>>;
+  try {
+    running = await startMcpServer(loaded, logger, {
+      ...(opts.http !== undefined ? { http: opts.http } : {}),
+      ...(process.env[API_KEY_ENV] !== undefined ? { apiKey: process.env[API_KEY_ENV] } : {}),
+      version: packageVersion(),
+    });
+  } catch (e) {
+    if (e instanceof McpStartError) {
+      process.stderr.write(`pgwarden mcp: ${e.message}\n`);
+      process.exit(EXIT_NO_KEY);
+    }
+    throw e;
+  }
+  process.on('SIGHUP', () => {
+    try {
+      void running.reload(opts.reloadConfig());
+      logger.info({ event: 'reload' }, 'configuration reloaded');
+    } catch (e) {
+      logger.error(
+        { event: 'reload-failed', err: (e as Error).message },
+        'new configuration is invalid; the old one stays in force',
+      );
+    }
+  });
+  let stopping = false;
+  const stop = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ event: 'shutdown', reason: why }, 'shutting down');
+    await running.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  void running.ended.then(() => stop('stdin closed'));
+}

@@ -1,0 +1,39 @@
+// The shape of a tool's SQL: exactly one statement, and whether it can run under a cursor (to cap rows).
+import { loadParser, majorOfServerVersion } from '../sql/parser.js';
+import { ToolFailure } from './tool-errors.js';
+
+/** What a tool may do with the caller's SQL. */
+export interface StatementShape {
+  /**
+   * The one statement's text (its own span: a trailing `;` dropped), or the whole text when the
+   * parser refused it — the proxy then answers the syntax error itself, with its own message.
+   */
+  readonly text: string;
+  /** True for a plain SELECT/VALUES/TABLE (no INTO): it can be wrapped in `DECLARE … CURSOR FOR`. */
+  readonly cursorable: boolean;
+}
+
+/**
+ * Reads the shape of `sql` with the parser of the upstream's major (`serverVersionNum`), the same
+ * grammar the proxy analyzes with. Output: the statement's text and whether it is cursorable.
+ * Throws {@link ToolFailure} 42601 for an empty text or more than one statement (a tool runs one
+ * statement; the extended protocol would refuse several with the same SQLSTATE). A text that does
+ * not parse is returned whole, not cursorable, for the proxy to refuse. Rejects with
+ * ParserUnavailableError (0A000) for a major without a parser.
+ */
+export async function statementShape(sql: string, serverVersionNum: number): Promise<StatementShape> {
+  const parser = await loadParser(majorOfServerVersion(serverVersionNum));
+  const out = parser.parse(sql);
+  if (!out.ok) return { text: sql, cursorable: false };
+  const statements = out.parsed.statements;
+  if (statements.length === 0) throw new ToolFailure('42601', 'no statement to run: the SQL text is empty');
+  if (statements.length > 1)
+    throw new ToolFailure(
+      '42601',
+      `cannot run ${statements.length} statements in one call: a tool runs exactly one statement`,
+    );
+  const s = statements[0]!;
+  const text = sql.slice(s.location, s.location + s.length);
+  const node = s.node as { intoClause?: unknown } | undefined;
+  return { text, cursorable: s.nodeType === 'SelectStmt' && node?.intoClause === undefined };
+}
