@@ -31,7 +31,13 @@ import type { ProtocolError } from '../wire/protocol-error.js';
 import { type AuditLog, normalizeForAudit, rowsOfTag } from './audit.js';
 import { redactError } from './error-redaction.js';
 import { maskDataRow, maskRowDescription, originMismatch } from './masking.js';
-import { type Decider, type GateSession, gate, type StatementPlan } from './statement-gate.js';
+import {
+  type Decider,
+  type GateSession,
+  gate,
+  type StatementPlan,
+  sliceCodePoints,
+} from './statement-gate.js';
 import type { UpstreamSession } from './upstream.js';
 
 /** A bound portal: the plan of its statement and the statement's text (for the audit). */
@@ -497,6 +503,13 @@ export class Relay {
       });
       return;
     }
+    if (name === PROBE_STATEMENT) {
+      this.refuseExtended({
+        sqlstate: '42501',
+        message: 'this prepared statement name is reserved by pgwarden',
+      });
+      return;
+    }
     const entry: PreparedEntry = {
       sql,
       plan: result.plans[0] ?? null,
@@ -507,6 +520,7 @@ export class Relay {
     // is put back as it was if the upstream refuses the Parse (or skips it after an earlier error).
     this.expects.push({ t: 'parse', entry, undo: this.remember(this.statements, name) });
     this.statements.set(name, entry);
+    this.o.gateSession.names.prepared.delete(name);
     this.send(f.bytes);
   }
 
@@ -559,6 +573,8 @@ export class Relay {
     }
     this.expects.push({ t: 'bind', undo: this.remember(this.portals, b.portal) });
     this.portals.set(b.portal, { plan: entry.plan, sql: entry.sql });
+    // Portals and SQL cursors are one namespace upstream.
+    this.o.gateSession.names.cursors.delete(b.portal);
     this.send(f.bytes);
   }
 
@@ -584,7 +600,7 @@ export class Relay {
       this.expects.push({ t: 'describe', plan: found.plan });
     } else {
       const portal = this.portals.get(d.name);
-      if (portal === undefined) {
+      if (portal === undefined || this.o.gateSession.names.cursors.has(d.name)) {
         this.refuseExtended({ sqlstate: '34000', message: `portal "${d.name}" does not exist` });
         return;
       }
@@ -597,7 +613,7 @@ export class Relay {
     const e = decodeExecute(f.payload);
     this.startBatch();
     const portal = this.portals.get(e.portal);
-    if (portal === undefined) {
+    if (portal === undefined || this.o.gateSession.names.cursors.has(e.portal)) {
       this.refuseExtended({ sqlstate: '34000', message: `portal "${e.portal}" does not exist` });
       return;
     }
@@ -609,6 +625,8 @@ export class Relay {
     const c = decodeClose(f.payload);
     this.startBatch();
     const map: Map<string, unknown> = c.target === 'S' ? this.statements : this.portals;
+    // Close of a portal may close a SQL cursor of that name: it is forgotten too (fail closed).
+    if (c.target === 'P') this.o.gateSession.names.cursors.delete(c.name);
     this.expects.push({ t: 'close', undo: this.remember(map, c.name) });
     map.delete(c.name);
     this.send(f.bytes);
@@ -689,6 +707,8 @@ export class Relay {
     }
     this.discarding = false;
     this.status = decodeReadyForQuery(f.payload);
+    // Portals end with their transaction (holdable SQL cursors are tracked as cursors, not here).
+    if (this.status === 'I') this.portals.clear();
     this.o.gateSession.paths.ready(this.status);
     this.o.onTransactionStatus(this.status);
     return f.bytes;
@@ -778,29 +798,46 @@ export class Relay {
 
   private completed(plan: StatementPlan | null, sql: string, started: number, tag: string): void {
     if (!plan) return;
-    this.applyEffects(plan);
+    this.applyEffects(plan, sql);
     if (plan.changesCatalog) this.o.invalidateCatalog();
     this.auditDone(plan, sql, started, tag);
   }
 
-  private applyEffects(plan: StatementPlan): void {
+  private applyEffects(plan: StatementPlan, sql: string): void {
     const names = this.o.gateSession.names;
-    this.o.gateSession.paths.completed(plan.effects);
+    const paths = this.o.gateSession.paths;
+    // The PREPARE is recorded under the path it was analyzed with, before this statement's own effects.
+    const pathVersion = paths.version;
+    paths.completed(plan.effects);
     for (const e of plan.effects) {
       switch (e.kind) {
         case 'prepare':
-          names.prepared.set(e.name, e.inner);
+          names.prepared.set(e.name, {
+            inner: e.inner,
+            text: sliceCodePoints(sql, plan.statement.location, plan.statement.length),
+            pathVersion,
+            catalogVersion: plan.catalogVersion,
+          });
+          // Protocol-level and SQL-level prepared statements are one namespace upstream.
+          this.statements.delete(e.name);
           break;
         case 'deallocate':
           if (e.name === null) names.prepared.clear();
           else names.prepared.delete(e.name);
           break;
         case 'declare-cursor':
+          // Portals and cursors are one namespace upstream: the protocol portal of that name is gone.
           names.cursors.set(e.name, e.inner);
+          this.portals.delete(e.name);
           break;
         case 'close-cursor':
-          if (e.name === null) names.cursors.clear();
-          else names.cursors.delete(e.name);
+          if (e.name === null) {
+            names.cursors.clear();
+            this.portals.clear();
+          } else {
+            names.cursors.delete(e.name);
+            this.portals.delete(e.name);
+          }
           break;
         case 'discard-all':
           names.prepared.clear();

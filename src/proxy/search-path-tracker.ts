@@ -86,13 +86,24 @@ export class SearchPathTracker {
       case 'begin':
         this.txStart ??= this.session;
         return;
-      case 'rollback':
-        this.set(this.txStart ?? this.session, this.txStart ?? this.session);
+      case 'rollback': {
+        const back = this.txStart ?? this.session;
+        this.set(back, back);
         this.savepoints = [];
+        // What follows in the same string runs in a new implicit transaction starting here.
+        this.txStart = back;
+        this.failedInBatch = false;
         return;
+      }
       case 'commit':
-        this.set(this.session, this.session);
+        if (this.failedInBatch) {
+          // COMMIT of a failed transaction rolls it back (its tag says ROLLBACK).
+          const back = this.txStart ?? this.session;
+          this.set(back, back);
+        } else this.set(this.session, this.session);
         this.savepoints = [];
+        this.txStart = this.session;
+        this.failedInBatch = false;
         return;
       case 'savepoint':
         this.savepoints.push({ name: e.name, session: this.session, current: this.current });

@@ -28,6 +28,8 @@ export interface StatementPlan {
   readonly effects: readonly SessionEffect[];
   /** DDL and other MANAGE statements: the catalog is read again once they complete. */
   readonly changesCatalog: boolean;
+  /** The version of the catalog the statement was analyzed with. */
+  readonly catalogVersion: number;
 }
 
 /** The gate's answer for a whole string. */
@@ -35,9 +37,21 @@ export type GateResult =
   | { readonly ok: true; readonly plans: readonly StatementPlan[]; readonly catalog: Catalog }
   | { readonly ok: false; readonly refusal: Refusal; readonly statement?: StatementAnalysis };
 
+/**
+ * A SQL-level prepared statement: its analysis, the PREPARE statement's own text, and the
+ * search_path and catalog it was analyzed under. Postgres re-analyzes a prepared statement
+ * when search_path or the objects it uses change, so EXECUTE re-analyzes it then too.
+ */
+export interface SqlPrepared {
+  readonly inner: StatementAnalysis;
+  readonly text: string;
+  readonly pathVersion: number;
+  readonly catalogVersion: number;
+}
+
 /** SQL-level PREPARE and DECLARE CURSOR: the inner statement a name stands for, kept by the session. */
 export interface SqlNames {
-  readonly prepared: Map<string, StatementAnalysis>;
+  readonly prepared: Map<string, SqlPrepared>;
   readonly cursors: Map<string, StatementAnalysis>;
 }
 
@@ -76,6 +90,7 @@ function analysisRefusal(a: Analysis): Refusal | undefined {
 function planOf(
   statement: StatementAnalysis,
   d: StatementDecision & { verdict: 'allow' },
+  catalogVersion: number,
   inner?: StatementAnalysis,
 ): StatementPlan {
   const rows = inner ?? statement;
@@ -86,6 +101,7 @@ function planOf(
     origins: rows.resultColumns.length > 0 ? rows.resultColumns.map((c) => c.origin) : null,
     effects: statement.sessionEffects,
     changesCatalog: statement.kind === 'MANAGE',
+    catalogVersion,
   };
 }
 
@@ -135,21 +151,40 @@ export async function gate(
     }
     let inner: StatementAnalysis | undefined;
     for (const e of statement.sessionEffects) {
-      if (e.kind === 'prepare') prepared.set(e.name, e.inner);
-      else if (e.kind === 'declare-cursor') cursors.set(e.name, e.inner);
+      if (e.kind === 'prepare') {
+        prepared.set(e.name, {
+          inner: e.inner,
+          text: sliceCodePoints(sql, statement.location, statement.length),
+          pathVersion: session.paths.version,
+          catalogVersion: catalog.version,
+        });
+      } else if (e.kind === 'declare-cursor') cursors.set(e.name, e.inner);
       else if (e.kind === 'execute' || e.kind === 'fetch') {
-        inner = (e.kind === 'execute' ? prepared : cursors).get(e.name);
-        // An unknown name is the server's error to give (26000 / 34000): nothing runs or returns rows.
-        if (!inner) continue;
+        inner =
+          e.kind === 'execute'
+            ? reanalyzed(prepared.get(e.name), session, cache, catalog)
+            : cursors.get(e.name);
+        // Fail closed: a name pgwarden did not see PREPAREd or DECLAREd here (a protocol-level
+        // portal shares the cursor namespace upstream, for one) is refused, never run unmasked.
+        if (!inner) {
+          return {
+            ok: false,
+            statement,
+            refusal:
+              e.kind === 'execute'
+                ? { sqlstate: '26000', message: `prepared statement "${e.name}" does not exist` }
+                : { sqlstate: '34000', message: `cursor "${e.name}" does not exist` },
+          };
+        }
         const innerDecision = decide({ statements: [inner] }, session.roles, ctx);
         const id = innerDecision.statements[0];
         if (innerDecision.refusal || !id || id.verdict !== 'allow') {
           return { ok: false, refusal: innerDecision.refusal ?? missingDecision(), statement };
         }
-        plans.push(planOf(statement, id, inner));
+        plans.push(planOf(statement, id, catalog.version, inner));
       }
     }
-    if (plans.length === i) plans.push(planOf(statement, d, inner));
+    if (plans.length === i) plans.push(planOf(statement, d, catalog.version, inner));
   }
   return { ok: true, plans, catalog };
 }
@@ -170,6 +205,44 @@ function pathsFor(session: GateSession, catalog: Catalog): ReturnType<SearchPath
     transactionStartSearchPath: add(p.transactionStartSearchPath),
     resetSearchPath: add(p.resetSearchPath),
   };
+}
+
+/** `text.slice` by Unicode code points (the analysis's offsets count code points, as Postgres's positions do). */
+export function sliceCodePoints(text: string, start: number, length: number): string {
+  let i = 0;
+  let cp = 0;
+  while (cp < start && i < text.length) {
+    i += (text.codePointAt(i) ?? 0) > 0xffff ? 2 : 1;
+    cp++;
+  }
+  if (length <= 0) return text.slice(i);
+  let j = i;
+  while (cp < start + length && j < text.length) {
+    j += (text.codePointAt(j) ?? 0) > 0xffff ? 2 : 1;
+    cp++;
+  }
+  return text.slice(i, j);
+}
+
+/**
+ * The statement a SQL-level prepared statement stands for now: the stored analysis when the
+ * search_path and catalog are those it was analyzed under, else the PREPARE text analyzed again
+ * (undefined, so refused, when that no longer analyzes).
+ */
+function reanalyzed(
+  p: SqlPrepared | undefined,
+  session: GateSession,
+  cache: AnalysisCache,
+  catalog: Catalog,
+): StatementAnalysis | undefined {
+  if (!p) return undefined;
+  if (p.pathVersion === session.paths.version && p.catalogVersion === catalog.version) return p.inner;
+  const again = cache.analyze(p.text, { catalog, ...pathsFor(session, catalog) });
+  if (again.refusal) return undefined;
+  for (const st of again.statements) {
+    for (const e of st.sessionEffects) if (e.kind === 'prepare') return e.inner;
+  }
+  return undefined;
 }
 
 function missingDecision(): Refusal {

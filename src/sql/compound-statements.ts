@@ -66,10 +66,26 @@ export function explainStatement(n: Fields, ctx: StatementContext): StatementAna
       inner.kind,
     );
   }
+  // EXPLAIN ANALYZE runs the statement and reports what it took: sort and hash memory, heap
+  // fetches, rows per node, all of which grow with the values it output (a masked email's length
+  // shows in "Sort Memory"). Its outputs are read, so they are compute uses there (attack corpus).
+  const analyzed = (Array.isArray(n.options) ? n.options : []).some((o) => {
+    const d = unwrapNode(o);
+    if (d?.type !== 'DefElem') return false;
+    const f = d.node as { defname?: string; arg?: unknown };
+    if (f.defname !== 'analyze') return false;
+    if (f.arg === undefined) return true;
+    const v = unwrapNode(f.arg)?.node as { sval?: string } | undefined;
+    return !['off', 'false', '0', 'no'].includes(String(v?.sval ?? 'on').toLowerCase());
+  });
+  // Legacy syntax `EXPLAIN ANALYZE stmt` sets the same DefElem.
+  const uses = analyzed
+    ? outputsToCompute(inner.uses, 'EXPLAIN ANALYZE output')
+    : inner.uses.filter((u) => u.use !== 'output');
   return {
     ...emptyAnalysis(ctx, inner.kind),
     requirements: inner.requirements,
-    uses: inner.uses.filter((u) => u.use !== 'output'),
+    uses,
     functions: inner.functions,
     catalogRelations: inner.catalogRelations,
   };

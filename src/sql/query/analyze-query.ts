@@ -86,9 +86,26 @@ export function analyzeQuery(nodeType: QueryNodeType, node: unknown, ctx: QueryC
     kind,
     requirements: [...state.requirements.values()],
     resultColumns,
-    uses: state.uses,
+    uses: distinctUses(state.uses),
     functions: state.functions,
     catalogRelations: [...state.catalogRelations],
     ...(refusal ? { refusal } : {}),
   };
+}
+
+/**
+ * The uses without exact repeats (same use, column, clause or context, and location): an
+ * expression's uses are recorded where it is computed and replayed where its column is
+ * consumed, which may record the very same use twice.
+ */
+function distinctUses(uses: readonly ColumnUse[]): ColumnUse[] {
+  const seen = new Set<string>();
+  const out: ColumnUse[] = [];
+  for (const u of uses) {
+    const key = JSON.stringify(u);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(u);
+  }
+  return out;
 }

@@ -89,7 +89,8 @@ export function analyzeValues(state: QueryState, body: Obj, scope: Scope): OutCo
       const { uses, volatile } = state.collect(() =>
         walkExpr(env, expr, { kind: 'compute', context: 'VALUES expression' }),
       );
-      if (volatile) state.sink.push(...uses);
+      // Recorded now: an unreferenced VALUES column is still computed (see target-list.ts).
+      state.sink.push(...uses);
       perColumn[i]?.push({ ...UNTRACEABLE, deferred: volatile ? [] : uses });
     });
   }

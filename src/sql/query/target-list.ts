@@ -59,8 +59,9 @@ function expandRowStar(env: Env, val: Obj, location: number): OutColumn[] | null
 /**
  * Analyzes a target list (SELECT list or RETURNING) in `env.scope` and returns its columns.
  * A plain reference passes its lineage on; any other expression is walked once, its uses kept
- * as the column's deferred uses (replayed where the column is consumed) — or recorded at once
- * when it calls a volatile or set-returning function, which Postgres evaluates even unreferenced.
+ * as the column's deferred uses (replayed where the column is consumed) and also recorded at once:
+ * Postgres evaluates an unreferenced output of a CTE it materializes or a subquery it does not
+ * flatten, so an error in it is an oracle (attack corpus: "unreferenced computed CTE column").
  */
 export function analyzeTargetList(env: Env, targets: unknown): OutColumn[] {
   const out: OutColumn[] = [];
@@ -93,7 +94,10 @@ export function analyzeTargetList(env: Env, targets: unknown): OutColumn[] {
     const { uses, volatile } = env.state.collect(() =>
       walkExpr(env, val, { kind: 'compute', context: 'select list expression' }),
     );
-    if (volatile) env.state.sink.push(...uses);
+    // Recorded now in every case: a materialized CTE, a recursive one, a data-modifying one and
+    // a subquery Postgres does not flatten evaluate their whole target list, referenced or not,
+    // and an error there (1/0, a failing cast) answers a question about the value.
+    env.state.sink.push(...uses);
     out.push({
       name,
       lineage: {

@@ -73,18 +73,12 @@ describe('analyzeQuery', () => {
     ).toBe('0A000');
   });
 
-  // The goal is well under 150 µs (test/fixtures/bench-query.ts measures ~30 µs standalone); under a
-  // loaded test runner the bound only catches pathological slowness.
-  it('analyzes a ~400-character CTE with joins without pathological slowness', () => {
+  // Timing lives in bench/ (bench/analysis): tests assert values, not speed.
+  it('analyzes a ~400-character CTE with joins', () => {
     const [k, node] = parse(BENCH_SQL);
     const ctx = { catalog: loadDemoCatalog(), searchPath: ['public'] };
-    expect(analyzeQuery(k, node, ctx).refusal).toBeUndefined();
-    for (let i = 0; i < 200; i++) analyzeQuery(k, node, ctx);
-    const runs = 2000;
-    const t0 = process.hrtime.bigint();
-    for (let i = 0; i < runs; i++) analyzeQuery(k, node, ctx);
-    const perRunUs = Number(process.hrtime.bigint() - t0) / 1000 / runs;
-    console.log(`analyzeQuery: ${perRunUs.toFixed(1)} µs per run (${BENCH_SQL.length} chars)`);
-    expect(perRunUs).toBeLessThan(1000);
+    const r = analyzeQuery(k, node, ctx);
+    expect(r.refusal).toBeUndefined();
+    expect(r.resultColumns.map((c) => c.name)).toEqual(['id', 'name', 'org', 'total', 'n']);
   });
 });
