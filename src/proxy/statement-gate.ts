@@ -119,6 +119,30 @@ export async function gate(
   cache: AnalysisCache,
   decide: Decider,
 ): Promise<GateResult> {
+  try {
+    return await gateUnguarded(sql, session, cache, decide);
+  } catch (e) {
+    // A statement nested deep enough to exhaust the analysis's stack: Postgres's own answer.
+    if (e instanceof RangeError) {
+      return {
+        ok: false,
+        refusal: {
+          sqlstate: '54001',
+          message: 'stack depth limit exceeded',
+          hint: 'The statement is nested too deeply for pgwarden to analyze.',
+        },
+      };
+    }
+    throw e;
+  }
+}
+
+async function gateUnguarded(
+  sql: string,
+  session: GateSession,
+  cache: AnalysisCache,
+  decide: Decider,
+): Promise<GateResult> {
   let catalog = await session.catalog(false);
   let analysis = cache.analyze(sql, { catalog, ...pathsFor(session, catalog) });
   if (analysis.refusal && STALE_CATALOG.has(analysis.refusal.sqlstate)) {
