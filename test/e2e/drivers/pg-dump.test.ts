@@ -52,14 +52,26 @@ describe('pg_dump 15', () => {
     ['data only, as INSERTs', ['--data-only', '--inserts']],
   ] as const) {
     test(`${what}: the same bytes as a direct dump`, async () => {
-      const via = await run('pg_dump', ['--no-sync', ...flags, proxy.url('dba', 'dba', DB)]);
-      const direct = await run('pg_dump', ['--no-sync', ...flags, appUrl(DB)]);
+      const [via, direct] = await Promise.all([
+        run('pg_dump', ['--no-sync', ...flags, proxy.url('dba', 'dba', DB)]),
+        run('pg_dump', ['--no-sync', ...flags, appUrl(DB)]),
+      ]);
       expect(via.stderr).toBe('');
       expect(via.code).toBe(0);
       expect(via.stdout).toBe(direct.stdout);
       expect(via.stdout).toContain('PostgreSQL database dump complete');
     });
   }
+
+  test("alice (no MANAGE): pg_dump stops at its first session setting with pgwarden's permission error", async () => {
+    // pg_dump prints no SQLSTATE; the 42501 text is pgwarden's "permission denied … needs MANAGE".
+    const r = await run('pg_dump', ['--no-sync', '--schema-only', proxy.url('alice')]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(
+      /^pg_dump: error: query failed: ERROR: {2}permission denied for database demo: .* needs MANAGE/,
+    );
+  });
 
   test('a dump restores through pgwarden (psql as dba) and the data round-trips', async () => {
     // Dumped directly, so that this checks the restore path on its own.

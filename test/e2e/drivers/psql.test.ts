@@ -35,8 +35,10 @@ afterAll(async () => {
 
 /** Runs psql through pgwarden as dba and directly as the upstream login; both must print the same. */
 async function same(args: readonly string[], input = ''): Promise<string> {
-  const via = await psql(proxy.url('dba', 'dba', DB), args, input);
-  const direct = await psql(appUrl(DB), args, input);
+  const [via, direct] = await Promise.all([
+    psql(proxy.url('dba', 'dba', DB), args, input),
+    psql(appUrl(DB), args, input),
+  ]);
   expect(via.stderr).toBe(direct.stderr);
   expect(via.stdout).toBe(direct.stdout);
   expect(via.code).toBe(direct.code);
@@ -62,10 +64,16 @@ describe('psql 15', () => {
   });
 
   test('\\dt, \\dn, \\df, \\dv reporting.* as directly', async () => {
-    expect(await same(['-c', '\\dt'])).toMatch(/public \| orders\s+\| table/);
-    expect(await same(['-c', '\\dn'])).toMatch(/reporting/);
-    expect(await same(['-c', '\\df'])).toMatch(/order_count\s+\| bigint\s+\| uid integer/);
-    expect(await same(['-c', '\\dv reporting.*'])).toMatch(/order_totals/);
+    const [dt, dn, df, dv] = await Promise.all([
+      same(['-c', '\\dt']),
+      same(['-c', '\\dn']),
+      same(['-c', '\\df']),
+      same(['-c', '\\dv reporting.*']),
+    ]);
+    expect(dt).toMatch(/public \| orders\s+\| table/);
+    expect(dn).toMatch(/reporting/);
+    expect(df).toMatch(/order_count\s+\| bigint\s+\| uid integer/);
+    expect(dv).toMatch(/order_totals/);
   });
 
   test('\\l lists the databases', async () => {
