@@ -52,7 +52,7 @@ function sharedScenarios(clients: () => { analyst: Client; support: Client }) {
 
   test('list_databases: only the database a role names, with a summary', async () => {
     const r = await callTool(clients().analyst, 'list_databases');
-    expect(r.isError).toBeFalsy();
+    expect(r.isError, r.text).toBeFalsy();
     const dbs = (r.structuredContent as { databases: { name: string; summary: string }[] }).databases;
     expect(dbs.map((d) => d.name)).toEqual(['demo']);
     expect(dbs[0]!.summary).toContain('allow SELECT, SEE on demo');
@@ -61,7 +61,7 @@ function sharedScenarios(clients: () => { analyst: Client; support: Client }) {
 
   test('list_tables and describe_table: users.email and users.ssn masked for the analyst', async () => {
     const tables = await callTool(clients().analyst, 'list_tables', { database: 'demo', schema: 'public' });
-    expect(tables.isError).toBeFalsy();
+    expect(tables.isError, tables.text).toBeFalsy();
     const names = (tables.structuredContent as { tables: { name: string; kind: string }[] }).tables;
     expect(names).toEqual(
       expect.arrayContaining([
@@ -71,7 +71,7 @@ function sharedScenarios(clients: () => { analyst: Client; support: Client }) {
       ]),
     );
     const d = await callTool(clients().analyst, 'describe_table', { database: 'demo', table: 'users' });
-    expect(d.isError).toBeFalsy();
+    expect(d.isError, d.text).toBeFalsy();
     const desc = d.structuredContent as {
       columns: { name: string; type: string; nullable: boolean; masked: boolean; primary_key: boolean }[];
       primary_key: string[];
@@ -97,7 +97,7 @@ function sharedScenarios(clients: () => { analyst: Client; support: Client }) {
       sql: 'SELECT id, name, email, ssn FROM users WHERE id <= $1 ORDER BY id',
       params: [2],
     });
-    expect(r.isError).toBeFalsy();
+    expect(r.isError, r.text).toBeFalsy();
     const rows = JSON.parse(r.text) as Record<string, unknown>[];
     expect(rows).toHaveLength(2);
     expect(rows[0]).toMatchObject({ id: 1, email: '*****', ssn: '*****' });
@@ -123,7 +123,7 @@ function sharedScenarios(clients: () => { analyst: Client; support: Client }) {
       sql: 'SELECT id FROM users ORDER BY id',
       max_rows: 3,
     });
-    expect(r.isError).toBeFalsy();
+    expect(r.isError, r.text).toBeFalsy();
     expect(JSON.parse(r.text)).toEqual([{ id: 1 }, { id: 2 }, { id: 3 }]);
     expect(r.structuredContent).toMatchObject({ row_count: 3, truncated: true });
   });
@@ -150,7 +150,7 @@ function sharedScenarios(clients: () => { analyst: Client; support: Client }) {
     expect(refused.isError).toBe(true);
     expect(refused.text).toContain('permission denied for table orders');
     const allowed = await callTool(clients().support, 'execute_statement', { database: 'demo', sql });
-    expect(allowed.isError).toBeFalsy();
+    expect(allowed.isError, allowed.text).toBeFalsy();
     expect(allowed.structuredContent).toMatchObject({ command: 'UPDATE', affected: 1, rows: [{ id: 1 }] });
   });
 
@@ -168,7 +168,7 @@ function sharedScenarios(clients: () => { analyst: Client; support: Client }) {
       sql: 'SELECT id FROM users WHERE id = $1',
       params: [1],
     });
-    expect(plain.isError).toBeFalsy();
+    expect(plain.isError, plain.text).toBeFalsy();
     expect(plain.text).toMatch(/Scan/);
     expect(plain.text).not.toMatch(/actual time/);
     const analyzed = await callTool(clients().analyst, 'explain_query', {
@@ -183,6 +183,33 @@ function sharedScenarios(clients: () => { analyst: Client; support: Client }) {
     });
     expect(refused.isError).toBe(true);
     expect(refused.text).toContain('users.ssn');
+  });
+
+  test('errors are redacted as on the wire: a data exception on a table with a hidden column', async () => {
+    const r = await callTool(clients().analyst, 'execute_query', {
+      database: 'demo',
+      sql: 'SELECT name::int FROM users',
+    });
+    expect(r.isError).toBe(true);
+    expect(r.text).toContain('ERROR:  invalid_text_representation');
+    expect(r.text).toContain('SQLSTATE: 22P02');
+    expect(r.text).not.toMatch(/invalid input syntax/);
+  });
+
+  test('DISCARD ALL on every checkout: a SET from one call does not reach the next', async () => {
+    const set = await callTool(clients().support, 'execute_statement', {
+      database: 'demo',
+      sql: 'SET search_path = pg_catalog',
+    });
+    expect(set.isError, set.text).toBeFalsy();
+    for (let i = 0; i < 3; i++) {
+      const r = await callTool(clients().support, 'execute_query', {
+        database: 'demo',
+        sql: 'SELECT count(*) AS n FROM users',
+      });
+      expect(r.isError, r.text).toBeFalsy();
+      expect(JSON.parse(r.text)).toEqual([{ n: expect.any(String) }]);
+    }
   });
 
   test('one statement per call: a second statement cannot leave the READ ONLY transaction', async () => {
@@ -268,7 +295,10 @@ describe('pgwarden mcp over Streamable HTTP', () => {
     jsonrpc: '2.0',
     id: 1,
     method: 'tools/call',
-    params: { name: 'execute_query', arguments: { database: 'demo', sql: 'SELECT 1' } },
+    params: {
+      name: 'execute_query',
+      arguments: { database: 'demo', sql: 'SELECT 4242 AS unauthorized_probe' },
+    },
   });
   const post = (headers: Record<string, string>) =>
     fetch(server.url, {
@@ -282,7 +312,6 @@ describe('pgwarden mcp over Streamable HTTP', () => {
     });
 
   test('no key, a bad key, a revoked key, an expired key: 401 and no tool runs', async () => {
-    const before = server.logs.lines.filter((l) => l.event === 'mcp-tool').length;
     const cases: Record<string, string>[] = [
       {},
       { authorization: 'Bearer pgwt_not-a-key' },
@@ -295,8 +324,9 @@ describe('pgwarden mcp over Streamable HTTP', () => {
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toContain('Bearer');
     }
-    expect(server.logs.lines.filter((l) => l.event === 'mcp-tool').length).toBe(before);
     await server.logs.waitFor((l) => l.event === 'mcp-auth-failed' && l.reason === 'missing');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(server.logs.lines.filter((l) => String(l.sql ?? '').includes('unauthorized_probe'))).toEqual([]);
   });
 
   test('the SDK client is refused without a key', async () => {
