@@ -360,6 +360,12 @@ export interface ScramServerOptions {
   readonly mockIterations?: number;
   /** Server nonce part (printable, no ','); for tests only. Default: 18 random bytes, base64. */
   readonly serverNonce?: string;
+  /**
+   * Further verifiers whose proofs are accepted too: a rotated API key's previous token (issue 4,
+   * 24 hours). They must share the primary verifier's salt and iteration count (the server-first
+   * message carries only one); others are ignored.
+   */
+  readonly alternates?: readonly ScramVerifier[];
 }
 
 /** Result of {@link ScramServerExchange.clientFinal}. */
@@ -382,6 +388,7 @@ export type ScramServerResult = { ok: true; serverFinal: Buffer } | { ok: false 
 export class ScramServerExchange {
   private readonly verifier: ScramVerifier;
   private readonly doomed: boolean;
+  private alternates: readonly ScramVerifier[] = [];
   private readonly serverNonce: string;
   private state: 'init' | 'salt-sent' | 'done' = 'init';
   private cbindHeader = '';
@@ -397,6 +404,9 @@ export class ScramServerExchange {
     if (verifier) {
       this.verifier = verifier;
       this.doomed = false;
+      this.alternates = (opts.alternates ?? []).filter(
+        (a) => a.iterations === verifier.iterations && a.salt.equals(verifier.salt),
+      );
     } else {
       const secret = opts.mockSecret ?? PROCESS_MOCK_SECRET;
       const user = Buffer.from(opts.user ?? '', 'utf8');
@@ -511,11 +521,15 @@ export class ScramServerExchange {
     }
 
     const authMessage = Buffer.from(`${this.clientFirstBare},${this.serverFirst},${withoutProof}`, 'latin1');
-    const clientSignature = hmac(this.verifier.storedKey, authMessage);
-    const clientKey = xor(proof, clientSignature);
-    const proofOk = crypto.timingSafeEqual(sha256(clientKey), this.verifier.storedKey);
-    if (!proofOk || this.doomed) return { ok: false };
-    const serverSignature = hmac(this.verifier.serverKey, authMessage);
+    // Every candidate is checked, without stopping at the first match, so timing does not tell which.
+    let matched: ScramVerifier | undefined;
+    for (const candidate of [this.verifier, ...this.alternates]) {
+      const clientSignature = hmac(candidate.storedKey, authMessage);
+      const clientKey = xor(proof, clientSignature);
+      if (crypto.timingSafeEqual(sha256(clientKey), candidate.storedKey) && !matched) matched = candidate;
+    }
+    if (!matched || this.doomed) return { ok: false };
+    const serverSignature = hmac(matched.serverKey, authMessage);
     return { ok: true, serverFinal: Buffer.from(`v=${serverSignature.toString('base64')}`, 'latin1') };
   }
 }

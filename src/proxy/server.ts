@@ -17,6 +17,9 @@ import { CatalogSource } from './catalog-source.js';
 import { ClientSession } from './session.js';
 import { authSecretFor, VerifierCache } from './verifier-cache.js';
 
+/** How often open sessions are checked for an API key that expired meanwhile (ms). */
+const EXPIRY_CHECK_MS = 30_000;
+
 /** Clients refused for the connection limit that may wait for their StartupMessage at once. */
 const MAX_PENDING_REFUSALS = 64;
 
@@ -133,6 +136,11 @@ export async function startProxy(
     });
   });
   server.on('error', (e) => logger.error({ err: e.message }, 'listener error'));
+  // API keys expire while their sessions are open: check every session against the clock.
+  const expiry = setInterval(() => {
+    for (const s of sessions) s.recheck(current.config);
+  }, EXPIRY_CHECK_MS);
+  expiry.unref();
   const addr = server.address() as net.AddressInfo;
   logger.info({ event: 'listening', host: addr.address, port: addr.port }, 'pgwarden listening');
 
@@ -144,9 +152,11 @@ export async function startProxy(
       secure = loadTls(next);
       current = next;
       logger.info({ event: 'reload', file: next.file }, 'configuration reloaded');
+      for (const s of sessions) s.recheck(next.config);
     },
     async close(graceMs = current.config.limits.shutdown_grace_ms) {
       closing = true;
+      clearInterval(expiry);
       const stopped = new Promise<void>((r) => server.close(() => r()));
       for (const s of sessions) s.shutdown();
       const deadline = Date.now() + graceMs;

@@ -4,11 +4,13 @@ import tls from 'node:tls';
 import type { Logger } from 'pino';
 import type { Catalog } from '../catalog/types.js';
 import type { LoadedConfig } from '../policy/config-load.js';
+import type { Config } from '../policy/config-schema.js';
 import { checkDatabaseAccess } from '../policy/database-access.js';
 import type { DecisionCache } from '../policy/decision-cache.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
 import { findPrincipal, type Principal } from '../policy/principals.js';
 import { resolveRoles } from '../policy/resolve-roles.js';
+import { rolesAfterReload, type SessionLogin } from '../policy/session-roles.js';
 import type { AnalysisCache } from '../sql/analyze.js';
 import { loadParser, majorOfServerVersion } from '../sql/parser.js';
 import { parseSearchPathText } from '../sql/search-path-text.js';
@@ -103,6 +105,10 @@ export class ClientSession {
   private relay: Relay | undefined;
   private draining = false;
   private roles: readonly string[] = [];
+  /** The policy this session decides under; replaced on reload. */
+  private policy: Config | undefined;
+  private login: SessionLogin | undefined;
+  private database = '';
   /** A catalog read on this session's own upstream connection (uncommitted DDL, temp tables), until the next DDL. */
   private ownCatalog: Catalog | undefined;
   private cancelKey: number | undefined;
@@ -146,6 +152,26 @@ export class ClientSession {
   shutdown(): void {
     this.draining = true;
     if (!this.busy) this.terminate(fatal('57P01', 'terminating connection due to administrator command'));
+  }
+
+  /**
+   * A reloaded policy (or the expiry timer): the session's roles are resolved again under it
+   * (issue 4). A principal that is gone (revoked or expired key, removed or disabled user),
+   * lost its role, or lost the database is closed with FATAL 28000; otherwise the session
+   * decides with the new roles and policy from its next statement on.
+   */
+  recheck(next: Config): void {
+    if (!this.login || this.closed) return;
+    const r = rolesAfterReload(next, this.login, Date.now());
+    const access = r.ok ? checkDatabaseAccess(next, r.roles, this.database, this.ctx.connection) : undefined;
+    if (!r.ok || !access?.ok) {
+      const message = !r.ok ? r.message : access && !access.ok ? access.message : 'access revoked';
+      this.log.info({ event: 'revoked', msg: message }, 'session closed after a policy change');
+      this.terminate(fatal('28000', message));
+      return;
+    }
+    this.policy = next;
+    this.roles = r.roles;
   }
 
   /** Sends `err` (when given) and closes both sides. */
@@ -293,6 +319,13 @@ export class ClientSession {
       'session ready',
     );
     const database = filtered.database;
+    this.policy = config;
+    this.login = {
+      user: filtered.user,
+      ...(filtered.pgwarden.role !== undefined ? { requestedRole: filtered.pgwarden.role } : {}),
+    };
+    this.database = database;
+    const self = this;
     const relay = new Relay({
       client: this.client,
       upstream,
@@ -301,8 +334,13 @@ export class ClientSession {
       connId: this.id,
       identity: principal.name,
       gateSession: {
-        config,
-        roles: resolution.roles,
+        // Getters: a policy reload swaps the config and the roles of an open session (issue 4).
+        get config(): Config {
+          return self.policy as Config;
+        },
+        get roles() {
+          return self.roles;
+        },
         database,
         connection: this.ctx.connection,
         paths: new SearchPathTracker(startPath),
@@ -355,8 +393,12 @@ export class ClientSession {
 
   /** SCRAM-SHA-256 (RFC 5802/7677); a wrong password and an unknown user get the same 28P01. */
   private async authenticate(queue: FrameQueue, user: string, principal: Principal | null): Promise<void> {
-    const verifier = principal ? this.ctx.verifiers.forPrincipal(principal) : null;
-    const exchange = new ScramServerExchange(verifier, { user, mockSecret: this.ctx.verifiers.secret });
+    const login = principal ? this.ctx.verifiers.loginFor(principal) : null;
+    const exchange = new ScramServerExchange(login?.primary ?? null, {
+      user,
+      mockSecret: this.ctx.verifiers.secret,
+      alternates: login?.alternates ?? [],
+    });
     this.client.write(authenticationSASL([SCRAM_SHA_256]));
     const first = await queue.next(AUTH_TIMEOUT_MS);
     if (first.code !== FrontendCode.Password) throw new ProtocolError('expected SASL response');

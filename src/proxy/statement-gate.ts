@@ -170,7 +170,7 @@ async function gateUnguarded(
   const plans: StatementPlan[] = [];
   for (const [i, statement] of analysis.statements.entries()) {
     const d = decision.statements[i];
-    if (!d || d.verdict !== 'allow') {
+    if (d?.verdict !== 'allow') {
       return { ok: false, refusal: d?.verdict === 'refuse' ? d.refusal : missingDecision(), statement };
     }
     let inner: StatementAnalysis | undefined;

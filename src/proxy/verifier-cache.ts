@@ -1,5 +1,6 @@
 // Parsed SCRAM verifiers per principal, derived once from the config (demo plain passwords included).
 import crypto from 'node:crypto';
+import { loginVerifiers } from '../policy/login-verifiers.js';
 import type { Principal } from '../policy/principals.js';
 import { createScramVerifier, parseScramVerifier, type ScramVerifier } from './scram.js';
 
@@ -17,6 +18,17 @@ export class VerifierCache {
    * real user's, as PostgreSQL's mock_authentication_nonce does.
    */
   constructor(readonly secret: Buffer) {}
+
+  /**
+   * The verifiers the principal logs in with now: the current one, and alternates sharing its salt
+   * (a rotated API key's previous token); null when it has none usable (a doomed exchange).
+   */
+  loginFor(p: Principal): { primary: ScramVerifier; alternates: readonly ScramVerifier[] } | null {
+    const stored = loginVerifiers(p);
+    if (stored) return stored;
+    const derived = this.forPrincipal(p);
+    return derived ? { primary: derived, alternates: [] } : null;
+  }
 
   /** The verifier the principal logs in with now, or null when it has none usable (a doomed exchange). */
   forPrincipal(p: Principal): ScramVerifier | null {

@@ -135,6 +135,9 @@ describe('pgwarden keys', () => {
     reload();
     const c = await connect(created.id, rotated.token);
     await c.end();
+    // The previous token still logs in during its 24-hour window (one SCRAM exchange, both proofs).
+    const old = await connect(created.id, created.token);
+    await old.end();
     const list = keys(['list', '--json']);
     expect(JSON.parse(list.stdout)).toEqual([
       expect.objectContaining({
@@ -146,15 +149,17 @@ describe('pgwarden keys', () => {
     created = { ...created, token: rotated.token };
   });
 
-  test.todo(
-    'the previous token logs in through the proxy during the 24-hour window (needs ScramServerExchange to accept loginVerifiers().alternates)',
-  );
-
   test('revoke: after a reload the key can no longer log in', async () => {
+    const open = await connect(created.id, created.token);
+    const closed = new Promise<string | undefined>((resolve) =>
+      open.on('error', (e: pg.DatabaseError) => resolve(e.code)),
+    );
     const r = keys(['revoke', created.id]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`Revoked API key ${created.id}.`);
     reload();
+    // The open session of the revoked key is closed with FATAL 28000 (issue 4).
+    expect(await closed).toBe('28000');
     expect(await loginError(created.id, created.token)).toBe('28P01');
     const list = keys(['list']);
     expect(list.stdout).toMatch(new RegExp(`${created.id}\\s+analyst\\s+revoked`));
