@@ -1,0 +1,19 @@
+// pgwarden in its own process, started as `pgwarden serve` does, answering { stats } requests over IPC.
+import { makeLogger } from '../src/logger.js';
+import { loadConfig } from '../src/policy/config-load.js';
+import { startProxy } from '../src/proxy/server.js';
+
+const file = process.argv[2];
+if (!file) {
+  process.stderr.write('usage: proxy-process.ts <pgwarden.yaml>\n');
+  process.exit(2);
+}
+const logger = makeLogger();
+const proxy = await startProxy(loadConfig(file), logger);
+process.on('message', (m) => {
+  if (m === 'stats') process.send?.({ stats: proxy.stats(), sessions: proxy.sessionCount() });
+});
+process.on('SIGTERM', () => {
+  void proxy.close(500).then(() => process.exit(0));
+});
+process.send?.('ready');

@@ -1,0 +1,346 @@
+// The benchmark's result types and their markdown rendering: machine, tables per section, goals as ratios.
+import type { AnalysisResults } from './analysis.js';
+import type { ConnectionResults } from './connections.js';
+import type { Spread } from './stats.js';
+
+/** One pgbench configuration on one target, over the rounds. */
+export interface PgbenchRow {
+  readonly clients: number;
+  readonly threads: number;
+  readonly mode: string;
+  readonly target: string;
+  readonly tps: Spread;
+  /** Medians over the rounds. */
+  readonly latencyMeanMs: number;
+  readonly latencyP99Ms: number;
+  /** Median over the rounds of the proxy process's CPU per transaction, µs (NaN for direct). */
+  readonly cpuUsPerTxn: number;
+  /** Median over the rounds of this round's TPS / the base's TPS in the same round. */
+  readonly vsDirect: number | undefined;
+  readonly vsPipe: number | undefined;
+  readonly vsBouncer: number | undefined;
+}
+
+/** Analysis-cache counters of the pgwarden process, summed over its pgbench runs in one mode. */
+export interface CacheRow {
+  readonly mode: string;
+  readonly hits: number;
+  readonly normalizedHits: number;
+  readonly misses: number;
+}
+
+/** One target of the large-result test. */
+export interface LargeRow {
+  readonly target: string;
+  readonly wallMs: Spread;
+  readonly vsDirect: number;
+  /** Median over the rounds of the proxy process's CPU (user + system) per row, ns. */
+  readonly cpuNsPerRow: number | undefined;
+}
+
+/** Everything one run measured (bench/results.json). */
+export interface Results {
+  readonly machine: {
+    readonly date: string;
+    readonly cores: number;
+    readonly cpu: string;
+    readonly memoryGb: number;
+    readonly node: string;
+    readonly postgres: string;
+    readonly pgbench: string;
+    readonly pgbouncer: string;
+    readonly loadAverageStart: number;
+    readonly loadAverageEnd: number;
+  };
+  readonly run: {
+    readonly quick: boolean;
+    readonly rounds: number;
+    readonly pgbenchLength: string;
+    readonly largeQueriesPerRound: number;
+    seconds: number;
+  };
+  readonly notices: readonly string[];
+  readonly pgbench: readonly PgbenchRow[];
+  readonly cache: readonly CacheRow[];
+  readonly large: readonly LargeRow[];
+  readonly analysis: AnalysisResults;
+  readonly connections: ConnectionResults;
+}
+
+const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '–');
+const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');
+const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '–');
+const f3 = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : '–');
+const ratio = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '–' : `${x.toFixed(2)}×`);
+const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(2)}%` : '–');
+
+function table(head: readonly string[], rows: readonly (readonly string[])[]): string {
+  const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
+  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** A goal: what, the target, the measured value, met or not. */
+interface Goal {
+  readonly what: string;
+  readonly target: string;
+  readonly value: string;
+  readonly met: boolean | undefined;
+}
+
+function goals(r: Results): Goal[] {
+  const out: Goal[] = [];
+  const row = (c: number, mode: string, target: string) =>
+    r.pgbench.find((x) => x.clients === c && x.mode === mode && x.target === target);
+  for (const who of ['pgwarden dba', 'pgwarden masked']) {
+    const x = row(1, 'simple', who)?.vsDirect;
+    out.push({
+      what: `-c 1 simple, ${who}: TPS / direct`,
+      target: '≥ 0.75×',
+      value: ratio(x),
+      met: x === undefined ? undefined : x >= 0.75,
+    });
+  }
+  for (const who of ['pgwarden dba', 'pgwarden masked']) {
+    for (const mode of ['simple', 'extended', 'prepared']) {
+      const x = row(8, mode, who);
+      out.push({
+        what: `-c 8 ${mode}, ${who}: TPS / pipe`,
+        target: '≥ 0.90×',
+        value: ratio(x?.vsPipe),
+        met: x?.vsPipe === undefined ? undefined : x.vsPipe >= 0.9,
+      });
+      out.push({
+        what: `-c 8 ${mode}, ${who}: TPS / PgBouncer`,
+        target: '≥ 0.90×',
+        value: ratio(x?.vsBouncer),
+        met: x?.vsBouncer === undefined ? undefined : x.vsBouncer >= 0.9,
+      });
+    }
+  }
+  const large = (t: string) => r.large.find((x) => x.target === t);
+  const un = large('pgwarden unmasked');
+  const ma = large('pgwarden masked');
+  out.push({
+    what: '100k rows unmasked: wall / direct',
+    target: '≤ 1.15×',
+    value: ratio(un?.vsDirect),
+    met: un ? un.vsDirect <= 1.15 : undefined,
+  });
+  out.push({
+    what: '100k rows masked: wall / direct',
+    target: '≤ 1.5×',
+    value: ratio(ma?.vsDirect),
+    met: ma ? ma.vsDirect <= 1.5 : undefined,
+  });
+  out.push({
+    what: '100k rows masked: proxy CPU per row',
+    target: '≤ 300 ns',
+    value: `${f0(ma?.cpuNsPerRow ?? Number.NaN)} ns`,
+    met: ma?.cpuNsPerRow === undefined ? undefined : ma.cpuNsPerRow <= 300,
+  });
+  const a = r.analysis;
+  out.push({
+    what: 'cached decision p99 (corpus)',
+    target: '≤ 5 µs',
+    value: `${f2(a.cachedDecision.p99Us)} µs`,
+    met: a.cachedDecision.p99Us <= 5,
+  });
+  out.push({
+    what: `cold analysis, ${a.coldLong.chars}-char CTE, median`,
+    target: '≤ 150 µs',
+    value: `${f1(a.coldLong.medianUs)} µs`,
+    met: a.coldLong.medianUs <= 150,
+  });
+  const total = r.cache.reduce(
+    (s, c) => ({
+      hits: s.hits + c.hits,
+      norm: s.norm + c.normalizedHits,
+      all: s.all + c.hits + c.normalizedHits + c.misses,
+    }),
+    { hits: 0, norm: 0, all: 0 },
+  );
+  const hitRate = (total.hits + total.norm) / total.all;
+  out.push({
+    what: 'analysis cache hit rate during pgbench (exact + normalized)',
+    target: '≥ 99.9%',
+    value: pct(hitRate),
+    met: total.all > 0 ? hitRate >= 0.999 : undefined,
+  });
+  const parseFree = total.hits / total.all;
+  out.push({
+    what: 'hits that skip the parse (exact text) during pgbench',
+    target: '≥ 99.9%',
+    value: pct(parseFree),
+    met: total.all > 0 ? parseFree >= 0.999 : undefined,
+  });
+  out.push({
+    what: `RSS per idle connection (${r.connections.clients} clients)`,
+    target: '≤ 100 KB',
+    value: `${f1(r.connections.kbPerConnection)} KB`,
+    met: r.connections.kbPerConnection <= 100,
+  });
+  return out;
+}
+
+/** The whole report as markdown: machine first, then each section, then the goals. */
+export function renderMarkdown(r: Results): string {
+  const m = r.machine;
+  const parts: string[] = [];
+  parts.push(`# pgwarden benchmark${r.run.quick ? ' (quick)' : ''}`);
+  parts.push(
+    [
+      `- date: ${m.date}; run took ${r.run.seconds} s`,
+      `- machine: ${m.cores} cores, ${m.cpu}, ${m.memoryGb} GB; load average ${f2(m.loadAverageStart)} at start, ${f2(m.loadAverageEnd)} at end`,
+      `- Node ${m.node}; PostgreSQL ${m.postgres} (embedded); ${m.pgbench}; ${m.pgbouncer.split('\n')[0]}`,
+      `- ${r.run.rounds} rounds, targets interleaved and rotated each round; pgbench ${r.run.pgbenchLength}; medians (min–max over rounds); ratios are the median of per-round ratios`,
+      ...r.notices.map((n) => `- NOTICE: ${n}`),
+    ].join('\n'),
+  );
+
+  parts.push('## pgbench -S (select-only, scale 1)');
+  parts.push(
+    table(
+      [
+        'clients',
+        'mode',
+        'target',
+        'TPS median (min–max)',
+        'mean ms',
+        'p99 ms',
+        'proxy CPU µs/txn',
+        '/direct',
+        '/pipe',
+        '/PgBouncer',
+      ],
+      r.pgbench.map((x) => [
+        `-c ${x.clients} -j ${x.threads}`,
+        x.mode,
+        x.target,
+        `${f0(x.tps.median)} (${f0(x.tps.min)}–${f0(x.tps.max)})`,
+        f3(x.latencyMeanMs),
+        f3(x.latencyP99Ms),
+        f1(x.cpuUsPerTxn),
+        ratio(x.vsDirect),
+        ratio(x.vsPipe),
+        ratio(x.vsBouncer),
+      ]),
+    ),
+  );
+
+  parts.push('## Analysis cache during the pgbench runs (pgwarden process)');
+  parts.push(
+    table(
+      [
+        'mode',
+        'lookups',
+        'exact hits (no parse)',
+        'normalized hits (parse, no analysis)',
+        'misses',
+        'hit rate',
+      ],
+      r.cache.map((c) => {
+        const all = c.hits + c.normalizedHits + c.misses;
+        return [
+          c.mode,
+          String(all),
+          `${c.hits} (${pct(c.hits / all)})`,
+          `${c.normalizedHits} (${pct(c.normalizedHits / all)})`,
+          String(c.misses),
+          pct((c.hits + c.normalizedHits) / all),
+        ];
+      }),
+    ),
+  );
+
+  parts.push(`## Large results: SELECT * FROM bench_wide (100k rows × 5 columns), -M extended`);
+  parts.push(
+    table(
+      ['target', 'wall ms/query median (min–max)', '/direct', 'proxy CPU ns/row'],
+      r.large.map((x) => [
+        x.target,
+        `${f1(x.wallMs.median)} (${f1(x.wallMs.min)}–${f1(x.wallMs.max)})`,
+        ratio(x.vsDirect),
+        x.cpuNsPerRow === undefined ? '–' : f0(x.cpuNsPerRow),
+      ]),
+    ),
+  );
+
+  const a = r.analysis;
+  parts.push(`## Analysis (${a.statements} corpus statements, demo catalog fixture, in process)`);
+  parts.push(
+    table(
+      ['measure', 'median µs', 'p99 µs', 'samples'],
+      [
+        [
+          'cold analyze(): parse + analysis, whole corpus',
+          f2(a.coldCorpus.medianUs),
+          f2(a.coldCorpus.p99Us),
+          String(a.coldCorpus.samples),
+        ],
+        [
+          `cold analyze(): the ${a.coldLong.chars}-char CTE with joins`,
+          f2(a.coldLong.medianUs),
+          f2(a.coldLong.p99Us),
+          String(a.coldLong.samples),
+        ],
+        [
+          'cached decision: analysis-cache exact hit + decision-cache hit, whole corpus',
+          f2(a.cachedDecision.medianUs),
+          f2(a.cachedDecision.p99Us),
+          String(a.cachedDecision.samples),
+        ],
+        [
+          'normalized hit: same statement, new literal (parse + normalize + decision hit)',
+          f2(a.normalizedHit.medianUs),
+          f2(a.normalizedHit.p99Us),
+          String(a.normalizedHit.samples),
+        ],
+        [
+          'parse alone: pgbench -S statement',
+          f2(a.parsePgbench.medianUs),
+          f2(a.parsePgbench.p99Us),
+          String(a.parsePgbench.samples),
+        ],
+      ],
+    ),
+  );
+
+  const c = r.connections;
+  parts.push(`## Connections: ${c.clients} idle authenticated clients (SCRAM, one upstream session each)`);
+  parts.push(
+    table(
+      [
+        'accept all (s)',
+        'connect median (ms)',
+        'in flight',
+        'RSS before (MB)',
+        'RSS with clients (MB)',
+        'KB per connection',
+      ],
+      [
+        [
+          f2(c.acceptSeconds),
+          f2(c.connectMedianMs),
+          String(c.concurrency),
+          f1(c.rssBaseKb / 1024),
+          f1(c.rssLoadedKb / 1024),
+          f1(c.kbPerConnection),
+        ],
+      ],
+    ),
+  );
+
+  parts.push('## Goals (ratios from this run)');
+  parts.push(
+    table(
+      ['goal', 'target', 'measured', 'met'],
+      goals(r).map((g) => [
+        g.what,
+        g.target,
+        g.value,
+        g.met === undefined ? 'n/a' : g.met ? 'yes' : '**no**',
+      ]),
+    ),
+  );
+  return parts.join('\n\n');
+}

@@ -1,0 +1,381 @@
+// `npm run bench [-- --quick] [--profile]`: pgwarden side by side with PostgreSQL, a bare pipe and PgBouncer.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DEMO_APP_PASSWORD, DEMO_APP_ROLE } from '../src/embedded/demo.js';
+import { freePort } from '../src/embedded/postgres.js';
+import type { AnalysisCacheStats } from '../src/sql/analysis-cache.js';
+import { benchAnalysis } from './analysis.js';
+import { benchConnections } from './connections.js';
+import { type Endpoint, pgbench } from './pgbench.js';
+import { ask, type Child, cpuNs, spawnChild, waitForPort } from './procs.js';
+import { type CacheRow, type LargeRow, type PgbenchRow, type Results, renderMarkdown } from './report.js';
+import {
+  BENCH_DB,
+  type BenchDatabase,
+  findBinary,
+  makeWorkDir,
+  PGW_USERS,
+  startDatabase,
+  WIDE_ROWS,
+  writeBouncerConfig,
+  writePgwardenConfig,
+} from './setup.js';
+import { spread } from './stats.js';
+
+const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(BENCH_DIR, '..');
+
+const argv = process.argv.slice(2);
+const quick = argv.includes('--quick');
+const profile = argv.includes('--profile');
+const numArg = (name: string, dflt: number): number => {
+  const i = argv.indexOf(name);
+  return i >= 0 && argv[i + 1] ? Number(argv[i + 1]) : dflt;
+};
+const ROUNDS = numArg('--rounds', 3);
+const SECONDS = numArg('--seconds', 4);
+const CONNECTIONS = numArg('--connections', 1000);
+const MODES = ['simple', 'extended', 'prepared'] as const;
+const LEVELS = [
+  { clients: 1, threads: 1 },
+  { clients: 8, threads: 2 },
+] as const;
+
+const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+const notices: string[] = [];
+const notice = (msg: string) => {
+  notices.push(msg);
+  log(`NOTICE: ${msg}`);
+};
+
+/** A pgbench target: where it listens and, for pgwarden, its process (CPU, stats). */
+interface Target {
+  readonly name: string;
+  readonly endpoint: Endpoint;
+  readonly child?: Child;
+  readonly pgwarden?: boolean;
+}
+
+function version(cmd: string, args: string[]): string {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8' }).split('\n')[0]?.trim() ?? '?';
+  } catch {
+    return '?';
+  }
+}
+
+function nodeArgs(profileDir: string | undefined, script: string[]): string[] {
+  return [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...script];
+}
+
+const diffStats = (a: AnalysisCacheStats, b: AnalysisCacheStats): AnalysisCacheStats => ({
+  hits: b.hits - a.hits,
+  normalizedHits: b.normalizedHits - a.normalizedHits,
+  misses: b.misses - a.misses,
+});
+const addStats = (a: AnalysisCacheStats, b: AnalysisCacheStats): AnalysisCacheStats => ({
+  hits: a.hits + b.hits,
+  normalizedHits: a.normalizedHits + b.normalizedHits,
+  misses: a.misses + b.misses,
+});
+const ZERO: AnalysisCacheStats = { hits: 0, normalizedHits: 0, misses: 0 };
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  const load0 = os.loadavg();
+  const pgbenchBin = findBinary(['/usr/lib/postgresql/15/bin/pgbench'], 'pgbench');
+  if (!pgbenchBin) {
+    notice(
+      'pgbench not found (apt-get install postgresql-15): skipping the pgbench and large-result sections',
+    );
+  }
+  const bouncerBin = findBinary(['/usr/sbin/pgbouncer'], 'pgbouncer');
+  if (!bouncerBin) notice('pgbouncer not found (apt-get install pgbouncer): skipping the PgBouncer target');
+
+  const workDir = makeWorkDir();
+  const profileDir = profile ? path.join(BENCH_DIR, 'results', 'profiles') : undefined;
+  if (profileDir) fs.mkdirSync(profileDir, { recursive: true });
+  const children: Child[] = [];
+  let db: BenchDatabase | undefined;
+  let ok = false;
+  try {
+    log(`mode ${quick ? 'quick' : 'full'}, ${ROUNDS} rounds, work dir ${workDir}`);
+    log('analysis micro-benchmark (in process, before anything else runs)');
+    const analysis = await benchAnalysis(quick ? 3 : 10);
+
+    log('starting PostgreSQL and loading pgbench tables and bench_wide');
+    if (!pgbenchBin) throw new Error('pgbench is required to load the bench tables');
+    db = await startDatabase(workDir, pgbenchBin);
+    const pgHost = db.server.host;
+    const direct: Target = {
+      name: 'direct',
+      endpoint: {
+        host: pgHost,
+        port: db.server.port,
+        user: DEMO_APP_ROLE,
+        password: DEMO_APP_PASSWORD,
+        database: BENCH_DB,
+      },
+    };
+
+    const pipePort = await freePort();
+    const pipe = spawnChild(
+      process.execPath,
+      ['--import', 'tsx', path.join(BENCH_DIR, 'pipe.ts'), String(pipePort), pgHost, String(db.server.port)],
+      { logFile: path.join(workDir, 'pipe.log'), cwd: ROOT },
+    );
+    children.push(pipe);
+    const pipeTarget: Target = {
+      name: 'pipe',
+      endpoint: { ...direct.endpoint, port: pipePort },
+      child: pipe,
+    };
+
+    let bouncer: Target | undefined;
+    if (bouncerBin) {
+      const b = await writeBouncerConfig(workDir, db);
+      const child = spawnChild(bouncerBin, [b.ini], {
+        logFile: path.join(workDir, 'pgbouncer.out'),
+        ...(b.uid !== undefined ? { uid: b.uid } : {}),
+        ...(b.gid !== undefined ? { gid: b.gid } : {}),
+      });
+      children.push(child);
+      bouncer = { name: 'pgbouncer', endpoint: { ...direct.endpoint, port: b.port }, child };
+    }
+
+    const pgwPort = await freePort();
+    const pgwConfig = writePgwardenConfig(workDir, db, pgwPort, 'pgwarden-pgbench');
+    const pgw = spawnChild(
+      process.execPath,
+      nodeArgs(profileDir, ['--import', 'tsx', path.join(BENCH_DIR, 'proxy-process.ts'), pgwConfig]),
+      { logFile: path.join(workDir, 'pgwarden-pgbench.log'), ipc: true, cwd: ROOT },
+    );
+    children.push(pgw);
+    const pgwEndpoint = { host: '127.0.0.1', port: pgwPort, database: BENCH_DB };
+    const dba: Target = {
+      name: 'pgwarden dba',
+      endpoint: { ...pgwEndpoint, user: 'dba', password: PGW_USERS.dba },
+      child: pgw,
+      pgwarden: true,
+    };
+    const masked: Target = {
+      name: 'pgwarden masked',
+      endpoint: { ...pgwEndpoint, user: 'masked', password: PGW_USERS.masked },
+      child: pgw,
+      pgwarden: true,
+    };
+    await waitForPort(pipePort);
+    if (bouncer) {
+      try {
+        await waitForPort(bouncer.endpoint.port, 10_000);
+      } catch (e) {
+        notice(`PgBouncer did not start (${(e as Error).message}; see ${workDir}/pgbouncer): skipping it`);
+        bouncer = undefined;
+      }
+    }
+    await waitForPort(pgwPort);
+
+    // 1. pgbench -S, targets interleaved round by round (order rotated each round).
+    const targets = [direct, pipeTarget, ...(bouncer ? [bouncer] : []), dba, masked];
+    const length = quick
+      ? (clients: number) => ({ transactions: clients === 1 ? 600 : 300 })
+      : () => ({ seconds: SECONDS });
+    const samples = new Map<string, { tps: number[]; mean: number[]; p99: number[]; cpu: number[] }>();
+    const cacheByMode = new Map<string, AnalysisCacheStats>();
+    const logDir = path.join(workDir, 'pgbench-logs');
+    fs.mkdirSync(logDir, { recursive: true });
+    for (let round = 0; round < ROUNDS; round++) {
+      log(`pgbench round ${round + 1}/${ROUNDS}`);
+      for (const level of LEVELS) {
+        for (const mode of MODES) {
+          const order = targets.map((_, i) => targets[(i + round) % targets.length] as Target);
+          for (const t of order) {
+            const before = t.pgwarden && t.child ? await statsOf(t.child) : undefined;
+            const cpu0 = t.child ? cpuNs(t.child.pid) : 0;
+            const r = await pgbench({
+              bin: pgbenchBin,
+              endpoint: t.endpoint,
+              mode,
+              clients: level.clients,
+              threads: level.threads,
+              length: length(level.clients),
+              logDir,
+            });
+            const cpu = t.child ? (cpuNs(t.child.pid) - cpu0) / 1000 / r.transactions : Number.NaN;
+            if (before && t.child) {
+              const after = await statsOf(t.child);
+              cacheByMode.set(mode, addStats(cacheByMode.get(mode) ?? ZERO, diffStats(before, after)));
+            }
+            const key = `${level.clients}|${mode}|${t.name}`;
+            const s = samples.get(key) ?? { tps: [], mean: [], p99: [], cpu: [] };
+            s.cpu.push(cpu);
+            s.tps.push(r.tps);
+            s.mean.push(r.latencyMeanMs);
+            s.p99.push(r.latencyP99Ms);
+            samples.set(key, s);
+          }
+        }
+      }
+    }
+    const pgbenchRows: PgbenchRow[] = [];
+    for (const level of LEVELS) {
+      for (const mode of MODES) {
+        const get = (name: string) => samples.get(`${level.clients}|${mode}|${name}`);
+        const perRoundRatio = (name: string, base: string): number | undefined => {
+          const a = get(name);
+          const b = get(base);
+          if (!a || !b) return undefined;
+          return spread(a.tps.map((x, i) => x / (b.tps[i] as number))).median;
+        };
+        for (const t of targets) {
+          const s = get(t.name);
+          if (!s) continue;
+          pgbenchRows.push({
+            clients: level.clients,
+            threads: level.threads,
+            mode,
+            target: t.name,
+            tps: spread(s.tps),
+            latencyMeanMs: spread(s.mean).median,
+            latencyP99Ms: spread(s.p99).median,
+            cpuUsPerTxn: spread(s.cpu).median,
+            vsDirect: perRoundRatio(t.name, 'direct'),
+            vsPipe: perRoundRatio(t.name, 'pipe'),
+            vsBouncer: bouncer ? perRoundRatio(t.name, 'pgbouncer') : undefined,
+          });
+        }
+      }
+    }
+    const cacheRows: CacheRow[] = MODES.map((mode) => ({ mode, ...(cacheByMode.get(mode) ?? ZERO) }));
+
+    // 2. Large results: 100k rows × 5 columns through `pgwarden serve` in its own process.
+    log('large results');
+    const servePort = await freePort();
+    const serveConfig = writePgwardenConfig(workDir, db, servePort, 'pgwarden-serve');
+    const serve = spawnChild(
+      process.execPath,
+      nodeArgs(profileDir, [path.join(ROOT, 'bin/pgwarden.js'), 'serve', '--config', serveConfig]),
+      { logFile: path.join(workDir, 'pgwarden-serve.log'), cwd: ROOT },
+    );
+    children.push(serve);
+    await waitForPort(servePort);
+    const wideScript = path.join(workDir, 'wide.sql');
+    fs.writeFileSync(wideScript, 'SELECT * FROM bench_wide;\n');
+    const largeTargets: Target[] = [
+      direct,
+      pipeTarget,
+      { name: 'pgwarden unmasked', endpoint: { ...dba.endpoint, port: servePort }, child: serve },
+      { name: 'pgwarden masked', endpoint: { ...masked.endpoint, port: servePort }, child: serve },
+    ];
+    const perQuery = quick ? 3 : 10;
+    const large = new Map<string, { ms: number[]; cpu: number[] }>();
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = largeTargets.map((_, i) => largeTargets[(i + round) % largeTargets.length] as Target);
+      for (const t of order) {
+        const cpu0 = t.child ? cpuNs(t.child.pid) : 0;
+        const r = await pgbench({
+          bin: pgbenchBin,
+          endpoint: t.endpoint,
+          mode: 'extended',
+          clients: 1,
+          threads: 1,
+          length: { transactions: perQuery },
+          script: wideScript,
+        });
+        const cpu = t.child ? (cpuNs(t.child.pid) - cpu0) / (r.transactions * WIDE_ROWS) : Number.NaN;
+        const s = large.get(t.name) ?? { ms: [], cpu: [] };
+        s.ms.push(r.latencyMeanMs);
+        s.cpu.push(cpu);
+        large.set(t.name, s);
+      }
+    }
+    const directMs = large.get('direct')?.ms ?? [];
+    const largeRows: LargeRow[] = largeTargets.map((t) => {
+      const s = large.get(t.name) ?? { ms: [], cpu: [] };
+      return {
+        target: t.name,
+        wallMs: spread(s.ms),
+        vsDirect: spread(s.ms.map((x, i) => x / (directMs[i] as number))).median,
+        cpuNsPerRow: t.child ? spread(s.cpu).median : undefined,
+      };
+    });
+    await serve.stop();
+
+    // 3. Connections: a fresh `pgwarden serve`, 1,000 idle authenticated clients.
+    log(`${CONNECTIONS} idle connections`);
+    const connPort = await freePort();
+    const connConfig = writePgwardenConfig(workDir, db, connPort, 'pgwarden-connections');
+    const connProc = spawnChild(
+      process.execPath,
+      [path.join(ROOT, 'bin/pgwarden.js'), 'serve', '--config', connConfig],
+      {
+        logFile: path.join(workDir, 'pgwarden-connections.log'),
+        cwd: ROOT,
+      },
+    );
+    children.push(connProc);
+    await waitForPort(connPort);
+    const connections = await benchConnections(
+      connProc.pid,
+      { ...dba.endpoint, port: connPort },
+      CONNECTIONS,
+      25,
+    );
+    await connProc.stop();
+
+    const results: Results = {
+      machine: {
+        date: new Date().toISOString(),
+        cores: os.cpus().length,
+        cpu: os.cpus()[0]?.model.trim() ?? '?',
+        memoryGb: Math.round(os.totalmem() / 2 ** 30),
+        node: process.version,
+        postgres: db.version,
+        pgbench: version(pgbenchBin, ['--version']),
+        pgbouncer: bouncerBin ? version(bouncerBin, ['--version']) : 'not installed',
+        loadAverageStart: load0[0] ?? 0,
+        loadAverageEnd: os.loadavg()[0] ?? 0,
+      },
+      run: {
+        quick,
+        rounds: ROUNDS,
+        pgbenchLength: quick ? '-t 600 (-c 1), -t 300 per client (-c 8)' : `-T ${SECONDS}`,
+        largeQueriesPerRound: perQuery,
+        seconds: 0,
+      },
+      notices,
+      pgbench: pgbenchRows,
+      cache: cacheRows,
+      large: largeRows,
+      analysis,
+      connections,
+    };
+    results.run.seconds = Math.round((Date.now() - started) / 1000);
+    const md = renderMarkdown(results);
+    process.stdout.write(`${md}\n`);
+    const outDir = path.join(BENCH_DIR, 'results');
+    fs.mkdirSync(outDir, { recursive: true });
+    fs.writeFileSync(path.join(outDir, quick ? 'latest-quick.md' : 'latest.md'), `${md}\n`);
+    fs.writeFileSync(
+      path.join(BENCH_DIR, quick ? 'results-quick.json' : 'results.json'),
+      `${JSON.stringify(results, null, 2)}\n`,
+    );
+    log(`done in ${results.run.seconds} s`);
+    ok = true;
+  } finally {
+    for (const c of children.reverse()) await c.stop();
+    await db?.server.stop();
+    if (ok) fs.rmSync(workDir, { recursive: true, force: true });
+    else log(`failed: logs kept in ${workDir}`);
+  }
+}
+
+async function statsOf(child: Child): Promise<AnalysisCacheStats> {
+  const r = await ask<{ stats: { analysis: AnalysisCacheStats } }>(child, 'stats');
+  return r.stats.analysis;
+}
+
+await main();
