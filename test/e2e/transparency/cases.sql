@@ -255,6 +255,14 @@ select account_id, amount from ledger order by amount desc, id limit 5 offset 3
 -- @case
 select account_id, amount from ledger order by id fetch first 3 rows only
 -- @case
+table kv
+-- @case
+values (1, 'a'), (2, 'b')
+-- @case
+select id, owner from accounts where id = 1 for update
+-- @case
+select ctid, id from accounts order by id
+-- @case
 select 1 as a, 2 as a, 3 as "A", 4 as "select", 5 as "with space"
 -- @case
 select
@@ -671,5 +679,7 @@ select set_config('client_encoding', 'SQL_ASCII', false)
 reset all
 -- @case
 discard all
+-- @case modes=simple
+show all
 -- @case
 select 'still here' as s
