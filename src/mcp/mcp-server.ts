@@ -2,7 +2,7 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Logger } from 'pino';
 import type { LoadedConfig } from '../policy/config-load.js';
-import { splitHostPort } from '../policy/config-schema.js';
+import { isLoopback, splitHostPort } from '../policy/config-schema.js';
 import { type ProxyServer, startProxy } from '../proxy/server.js';
 import { ApiKeyAuthenticator } from './api-key-auth.js';
 import { type HttpEndpoint, startHttpEndpoint } from './http-endpoint.js';
@@ -84,6 +84,11 @@ export async function startMcpServer(
       throw e;
     }
     logger.info({ event: 'mcp-listening', transport: 'http', ...endpoint.address }, 'pgwarden mcp listening');
+    if (!isLoopback(host))
+      logger.warn(
+        { event: 'mcp-plain-http', host },
+        'MCP over plain HTTP on a non-loopback address: API key tokens cross the network in clear; put TLS in front',
+      );
     ended = new Promise(() => {});
   } else {
     const apiKey = opts.apiKey;

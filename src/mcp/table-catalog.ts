@@ -72,10 +72,21 @@ function quoteIdent(s: string): string {
 /**
  * Reads the catalog on `client`, a pooled connection to the proxy's listener logged in as the key:
  * the reads are statements the proxy analyzes, decides (catalog relations are on its allowlist) and
- * audits like any other. Rejects with the proxy's error (pg DatabaseError).
+ * audits like any other. Rejects with the proxy's error (pg DatabaseError), or ToolFailure 42501 when
+ * the catalog's names come back masked for this key.
  */
 export async function readCatalogThroughProxy(client: pg.ClientBase): Promise<Catalog> {
   const catalog = await readCatalog(client, 1);
+  // The proxy masks a result column traced to a column without SEE, catalog columns included
+  // (decide.ts "defence in depth"): a key without SEE on the catalog reads relation names as *****.
+  // Say so rather than list nothing.
+  if ([...catalog.relations.values()].some((r) => r.name === '*****' || r.schema === '*****'))
+    throw new ToolFailure(
+      '42501',
+      'the system catalog comes back masked for this API key (its roles hold no SEE on pg_catalog), so its tables cannot be listed or described',
+      undefined,
+      'Query the tables you know with execute_query, or grant SEE on the pg_catalog schema of this database.',
+    );
   await loadParser(majorOfServerVersion(catalog.serverVersionNum));
   return catalog;
 }

@@ -21,6 +21,7 @@ export const TOKENS = {
   support: 'pgwt_support-test-token',
   revoked: 'pgwt_revoked-test-token',
   expired: 'pgwt_expired-test-token',
+  narrow: 'pgwt_narrow-test-token',
 } as const;
 
 /** Key ids of the test keys. */
@@ -29,23 +30,31 @@ export const KEY_IDS = {
   support: 'pgw_support01',
   revoked: 'pgw_revoked01',
   expired: 'pgw_expired01',
+  narrow: 'pgw_narrow01',
 } as const;
 
 /**
  * The demo config plus: API keys for the analyst (reads, three hidden columns) and support (reads,
- * INSERT, UPDATE) roles, a revoked and an expired key, and a database `other` no role mentions (the
- * dba role's `*` narrowed to `demo`, so `other` stays unruled).
+ * INSERT, UPDATE) roles, a revoked and an expired key, a key for role `narrow` (orders only), and a
+ * database `other` no role mentions (the dba role's `*` narrowed to `demo`, so `other` stays unruled).
  */
 export function mcpConfigObject(): Record<string, unknown> {
   const cfg = demoConfigObject();
   const roles = cfg.roles as Record<string, { permissions: { database?: string }[] }>;
   for (const p of roles.dba!.permissions) if (p.database === '*') p.database = 'demo';
+  (cfg.roles as Record<string, unknown>).narrow = {
+    tenants: [],
+    permissions: [
+      { effect: 'allow', actions: ['SELECT', 'SEE'], database: 'demo', schema: 'public', table: 'orders' },
+    ],
+  };
   const dbs = cfg.databases as Record<string, { url: string }>;
   dbs.other = { url: dbs.demo!.url };
   const v = (t: string) => createScramVerifier(t, { iterations: 4096 });
   cfg.api_keys = [
     { id: KEY_IDS.analyst, scram: v(TOKENS.analyst), roles: ['analyst'], description: 'analyst agent' },
     { id: KEY_IDS.support, scram: v(TOKENS.support), roles: ['support'] },
+    { id: KEY_IDS.narrow, scram: v(TOKENS.narrow), roles: ['narrow'] },
     { id: KEY_IDS.revoked, scram: v(TOKENS.revoked), roles: ['analyst'], revoked: true },
     {
       id: KEY_IDS.expired,
