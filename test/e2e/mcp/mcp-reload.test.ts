@@ -1,5 +1,6 @@
 // pgwarden mcp --http and SIGHUP: a key revoked in the config file is refused (401) from the next request on.
 import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import YAML from 'yaml';
 import {
@@ -14,13 +15,15 @@ import {
 } from './mcp-harness.js';
 
 let server: HttpServerChild | undefined;
+let file: string | undefined;
 afterAll(async () => {
   await server?.stop();
+  if (file) fs.rmSync(path.dirname(file), { recursive: true, force: true });
 });
 
 test('SIGHUP with the key revoked: 401 for it, the other key keeps working', async () => {
   const cfg = mcpConfigObject();
-  const file = writeConfig(cfg);
+  file = writeConfig(cfg);
   server = await startHttpChild(file);
   const analyst = await connectHttp(server.url, TOKENS.analyst);
   const before = await callTool(analyst, 'execute_query', { database: 'demo', sql: 'SELECT 1 AS one' });

@@ -1,5 +1,7 @@
 // pgwarden mcp end to end: the SDK's client over stdio and Streamable HTTP, against the embedded PostgreSQL.
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { testEnv } from '../../helpers/proxy.js';
@@ -19,6 +21,7 @@ import {
 } from './mcp-harness.js';
 
 const file = writeConfig(mcpConfigObject());
+afterAll(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }));
 
 /** The checks both transports must pass, for an analyst key client and a support key client. */
 function sharedScenarios(clients: () => { analyst: Client; support: Client }) {
