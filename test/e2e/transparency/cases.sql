@@ -8,6 +8,7 @@
 --                               modes= narrows that (DDL and non-repeatable statements run once, in simple mode);
 --                               isolate runs it directly inside BEGIN … ROLLBACK (a setting pgwarden refuses)
 --   -- @copy                    the case's COPY FROM STDIN data
+--   -- @params                  the case's Bind parameters, one a line in text format, \N for NULL (extended modes only)
 -- Both sides run the same cases in the same order, so writes leave both databases equal.
 -- differs= marks a statement pgwarden refuses for a reason DESIGN.md gives; the reason is shown in the test name.
 
@@ -302,6 +303,39 @@ select current_setting('TimeZone') as tz, current_setting('server_version_num') 
 explain (costs off) select * from accounts where id = 1
 -- @case
 explain (costs off, verbose) select owner, sum(amount) from accounts a join ledger l on l.account_id = a.id group by owner
+
+-- ───────────────────────────── parameters (extended protocol only) ─────────────────────────────
+-- @case
+select id, owner, balance from accounts where id = $1
+-- @params
+2
+-- @case
+select $1::int + $2::int as sum, $3::text as t, $4::date as d, $5::int is null as n
+-- @params
+40
+2
+ünï
+2024-02-29
+\N
+-- @case
+select id, h from big where id = any($1::int[]) order by id
+-- @params
+{5,10,15}
+-- @case
+select $1::jsonb -> 'a' as a, $2::numeric * 2 as n, $3::mood as m, $4::address as addr
+-- @params
+{"a": [1, "x"]}
+12.345
+ok
+(s,c,z)
+-- @case
+select $1::int
+-- @params
+not-a-number
+-- @case
+select id from accounts where owner = $1
+-- @params
+\N
 
 -- ───────────────────────────── large results ─────────────────────────────
 -- @case

@@ -40,6 +40,8 @@ export interface Case {
   readonly line: number;
   readonly sql: string;
   readonly modes: readonly Mode[];
+  /** Bind parameters in text format (null for NULL); a case with parameters runs in the extended modes only. */
+  readonly params?: readonly (string | null)[];
   /** COPY FROM STDIN data, sent as one CopyData message. */
   readonly copy?: string;
   /** A difference DESIGN.md gives a reason for: pgwarden answers with this SQLSTATE instead. */
@@ -56,7 +58,8 @@ export interface CaseFile {
 
 /**
  * Parses the cases format: `-- @setup` opens the setup SQL; `-- @case [modes=a,b] [isolate] [differs=SQLSTATE | reason]`
- * opens a case whose SQL runs to the next directive; `-- @copy` opens the case's COPY data (tabs kept).
+ * opens a case whose SQL runs to the next directive; `-- @copy` opens the case's COPY data (tabs kept);
+ * `-- @params` opens its Bind parameters, one per line in text format, `\N` for NULL, blank lines ignored (extended modes only).
  * Other `--` comment lines outside a case's SQL are notes.
  */
 export function parseCases(text: string): CaseFile {
@@ -68,20 +71,23 @@ export function parseCases(text: string): CaseFile {
         line: number;
         sql: string[];
         copy?: string[];
+        params?: (string | null)[];
         modes: Mode[];
         differs?: Case['differs'];
         isolate: boolean;
       }
     | undefined;
-  let section: 'none' | 'setup' | 'sql' | 'copy' = 'none';
+  let section: 'none' | 'setup' | 'sql' | 'copy' | 'params' = 'none';
   const finish = () => {
     if (!cur) return;
     const sql = cur.sql.join('\n').trim();
     if (sql === '') throw new Error(`cases: empty case at line ${cur.line}`);
+    const modes = cur.params ? cur.modes.filter((m) => m !== 'simple') : cur.modes;
     cases.push({
       line: cur.line,
       sql,
-      modes: cur.modes,
+      modes,
+      ...(cur.params ? { params: cur.params } : {}),
       ...(cur.copy ? { copy: copyText(cur.copy) } : {}),
       ...(cur.differs ? { differs: cur.differs } : {}),
       ...(cur.isolate ? { isolate: true } : {}),
@@ -116,6 +122,13 @@ export function parseCases(text: string): CaseFile {
       if (!cur) throw new Error(`cases: line ${i + 1}: @copy outside a case`);
       cur.copy = [];
       section = 'copy';
+    } else if (l.startsWith('-- @params')) {
+      if (!cur) throw new Error(`cases: line ${i + 1}: @params outside a case`);
+      cur.params = [];
+      section = 'params';
+    } else if (section === 'params') {
+      if (l.startsWith('--') || l === '') return;
+      cur?.params?.push(l === '\\N' ? null : l);
     } else if (section === 'setup') setup += `${l}\n`;
     else if (section === 'sql') {
       if (!l.startsWith('--')) cur?.sql.push(l);
@@ -200,7 +213,10 @@ export class WireSession {
       this.c.write(
         Buffer.concat([
           parse('', k.sql),
-          bind({ resultFormats: [mode === 'binary' ? 1 : 0] }),
+          bind({
+            params: (k.params ?? []).map((p) => (p === null ? null : Buffer.from(p, 'utf8'))),
+            resultFormats: [mode === 'binary' ? 1 : 0],
+          }),
           describe('P'),
           execute(),
           copy ? flush() : sync(),
