@@ -77,15 +77,14 @@ function quoteIdent(s: string): string {
  */
 export async function readCatalogThroughProxy(client: pg.ClientBase): Promise<Catalog> {
   const catalog = await readCatalog(client, 1);
-  // The proxy masks a result column traced to a column without SEE, catalog columns included
-  // (decide.ts "defence in depth"): a key without SEE on the catalog reads relation names as *****.
-  // Say so rather than list nothing.
+  // Catalog columns are never hidden (hidden-columns.ts); should names ever come back masked, say
+  // so rather than list nothing.
   if ([...catalog.relations.values()].some((r) => r.name === '*****' || r.schema === '*****'))
     throw new ToolFailure(
       '42501',
-      'the system catalog comes back masked for this API key (its roles hold no SEE on pg_catalog), so its tables cannot be listed or described',
+      'the system catalog comes back masked for this API key, so its tables cannot be listed or described',
       undefined,
-      'Query the tables you know with execute_query, or grant SEE on the pg_catalog schema of this database.',
+      'Query the tables you know with execute_query.',
     );
   await loadParser(majorOfServerVersion(catalog.serverVersionNum));
   return catalog;

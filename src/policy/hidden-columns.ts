@@ -4,6 +4,9 @@ import { catalogKey } from '../catalog/types.js';
 import type { Config } from './config-schema.js';
 import { checkAction, type RuleVerdict } from './rule-match.js';
 
+/** Schemas of the system catalogs, whose columns SEE does not govern. */
+const CATALOG_SCHEMAS: ReadonlySet<string> = new Set(['pg_catalog', 'information_schema']);
+
 /** Whether one column is hidden, and why: the SEE verdict, or the hidden column it is generated from. */
 export interface ColumnVisibility {
   readonly hidden: boolean;
@@ -50,6 +53,9 @@ export class HiddenColumns {
     const key = `${schema}\0${table}\0${column}`;
     const hit = this.memo.get(key);
     if (hit) return hit;
+    // System catalogs hold metadata, not rows of the workspace's tables: what of them may be read
+    // is the catalog allowlist's business (pg_stats and the like need MANAGE), never SEE's.
+    if (CATALOG_SCHEMAS.has(schema)) return { hidden: false, see: { granted: true } };
     const see = checkAction(this.config, this.roles, 'SEE', this.database, {
       level: 'column',
       schema,

@@ -95,6 +95,8 @@ export interface RelayOptions {
   readonly audit: AuditLog;
   readonly connId: number;
   readonly identity: string;
+  /** The viewer the connection acts for (issue 8), when it names one. */
+  readonly viewer?: string;
   readonly gateSession: GateSession;
   readonly cache: AnalysisCache;
   readonly decide: Decider;
@@ -403,6 +405,7 @@ export class Relay {
     this.o.audit.write({
       conn: this.o.connId,
       identity: this.o.identity,
+      ...(this.o.viewer !== undefined ? { viewer: this.o.viewer } : {}),
       roles: s.roles,
       database: s.database,
       kind,
@@ -421,6 +424,7 @@ export class Relay {
     this.o.audit.write({
       conn: this.o.connId,
       identity: this.o.identity,
+      ...(this.o.viewer !== undefined ? { viewer: this.o.viewer } : {}),
       roles: s.roles,
       database: s.database,
       kind: plan?.statement.kind ?? 'UNKNOWN',

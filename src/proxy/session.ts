@@ -5,12 +5,15 @@ import type { Logger } from 'pino';
 import type { Catalog } from '../catalog/types.js';
 import type { LoadedConfig } from '../policy/config-load.js';
 import type { Config } from '../policy/config-schema.js';
+import {
+  type ConnectionRequest,
+  connectionRolesAfterReload,
+  resolveConnectionRoles,
+} from '../policy/connection-roles.js';
 import { checkDatabaseAccess } from '../policy/database-access.js';
 import type { DecisionCache } from '../policy/decision-cache.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
 import { findPrincipal, type Principal } from '../policy/principals.js';
-import { resolveRoles } from '../policy/resolve-roles.js';
-import { rolesAfterReload, type SessionLogin } from '../policy/session-roles.js';
 import type { AnalysisCache } from '../sql/analyze.js';
 import { loadParser, majorOfServerVersion } from '../sql/parser.js';
 import { parseSearchPathText } from '../sql/search-path-text.js';
@@ -87,6 +90,11 @@ export class ClientError extends Error {
   }
 }
 
+/** Escapes a value for the `options` startup parameter (pg_split_opts: backslash escapes, space separates). */
+function escapeOption(v: string): string {
+  return v.replace(/[\\\s]/g, (c) => `\\${c}`);
+}
+
 function fatal(code: string, message: string): ClientError {
   return new ClientError({ severity: 'FATAL', code, message });
 }
@@ -107,7 +115,7 @@ export class ClientSession {
   private roles: readonly string[] = [];
   /** The policy this session decides under; replaced on reload. */
   private policy: Config | undefined;
-  private login: SessionLogin | undefined;
+  private login: ({ readonly user: string } & ConnectionRequest) | undefined;
   private database = '';
   /** A catalog read on this session's own upstream connection (uncommitted DDL, temp tables), until the next DDL. */
   private ownCatalog: Catalog | undefined;
@@ -162,7 +170,7 @@ export class ClientSession {
    */
   recheck(next: Config): void {
     if (!this.login || this.closed) return;
-    const r = rolesAfterReload(next, this.login, Date.now());
+    const r = connectionRolesAfterReload(next, this.login, Date.now());
     const access = r.ok ? checkDatabaseAccess(next, r.roles, this.database, this.ctx.connection) : undefined;
     if (!r.ok || !access?.ok) {
       const message = !r.ok ? r.message : access && !access.ok ? access.message : 'access revoked';
@@ -240,12 +248,11 @@ export class ClientSession {
     this.principal = principal ?? undefined;
 
     if (!principal) throw fatal('28P01', `password authentication failed for user "${filtered.user}"`);
-    if (filtered.pgwarden.viewer !== undefined) {
-      throw fatal('28000', 'connecting on behalf of a viewer (pgwarden.viewer) is not available yet');
-    }
-    const resolution = resolveRoles(config, principal, {
+    const request: ConnectionRequest = {
       ...(filtered.pgwarden.role !== undefined ? { requestedRole: filtered.pgwarden.role } : {}),
-    });
+      ...(filtered.pgwarden.viewer !== undefined ? { viewer: filtered.pgwarden.viewer } : {}),
+    };
+    const resolution = resolveConnectionRoles(config, principal, request, Date.now());
     if (!resolution.ok) throw fatal(resolution.sqlstate, resolution.message);
     this.roles = resolution.roles;
     const access = checkDatabaseAccess(config, resolution.roles, filtered.database, this.ctx.connection);
@@ -261,7 +268,14 @@ export class ClientSession {
     const target = parseUpstreamUrl(db.url);
     let upstream: UpstreamSession;
     try {
-      upstream = await connectUpstream(target, filtered.upstream, config.limits.connect_timeout_ms);
+      // pgwarden.identity and pgwarden.roles become the upstream session's reset values (RESET ALL
+      // and DISCARD ALL bring them back), for row-level security per viewer (issue 8).
+      const params = new Map(filtered.upstream);
+      params.set(
+        'options',
+        `-c pgwarden.identity=${escapeOption(resolution.identity)} -c pgwarden.roles=${escapeOption(resolution.roles.join(','))}`,
+      );
+      upstream = await connectUpstream(target, params, config.limits.connect_timeout_ms);
     } catch (e) {
       if (e instanceof UpstreamError)
         throw new ClientError({ ...e.fields, severity: 'FATAL', localizedSeverity: undefined });
@@ -320,10 +334,7 @@ export class ClientSession {
     );
     const database = filtered.database;
     this.policy = config;
-    this.login = {
-      user: filtered.user,
-      ...(filtered.pgwarden.role !== undefined ? { requestedRole: filtered.pgwarden.role } : {}),
-    };
+    this.login = { user: filtered.user, ...request };
     this.database = database;
     const self = this;
     const relay = new Relay({
@@ -333,6 +344,7 @@ export class ClientSession {
       audit: this.ctx.audit,
       connId: this.id,
       identity: principal.name,
+      ...(resolution.viewer !== undefined ? { viewer: resolution.viewer } : {}),
       gateSession: {
         // Getters: a policy reload swaps the config and the roles of an open session (issue 4).
         get config(): Config {

@@ -7,6 +7,8 @@ import {
   checkTextSetting,
   HARMLESS_MULTI_SETS,
   HARMLESS_SETTINGS,
+  isPgwardenSetting,
+  PGWARDEN_SETTING_MESSAGE,
   TEXT_SETTINGS,
 } from './session-settings.js';
 import {
@@ -106,6 +108,9 @@ export function variableSetStatement(n: Fields, ctx: StatementContext): Statemen
         }
         const path = searchPathFromSetArgs(values as string[]);
         return sessionStatement(ctx, [{ kind: 'set-search-path', path, local }]);
+      }
+      if (isPgwardenSetting(setting)) {
+        return refusedStatement(ctx, refusalAt(ctx, '42501', PGWARDEN_SETTING_MESSAGE(setting)), 'SESSION');
       }
       if (TEXT_SETTINGS.has(setting)) {
         const value = values.length === 1 && typeof values[0] === 'string' ? values[0] : undefined;

@@ -111,3 +111,16 @@ export function checkTextSetting(name: string, value: string | null): AnalysisRe
   }
   return undefined;
 }
+
+/**
+ * `pgwarden.*` settings (pgwarden.identity, pgwarden.roles) are given to the upstream session at
+ * startup as its reset values, for row-level security per viewer (issue 8); no statement may change
+ * them, whatever the caller's permissions. Input: the lower-case setting name.
+ */
+export function isPgwardenSetting(setting: string): boolean {
+  return setting.startsWith('pgwarden.');
+}
+
+/** The refusal message for a change of a `pgwarden.*` setting (42501). */
+export const PGWARDEN_SETTING_MESSAGE = (setting: string): string =>
+  `${setting} is set by pgwarden for this connection and cannot be changed`;

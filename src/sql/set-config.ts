@@ -3,7 +3,14 @@
 import type { AnalysisRefusal, Requirement, SessionEffect } from './analysis-types.js';
 import { constText, stringList, walkNodes } from './node-values.js';
 import { parseSearchPathText } from './search-path-text.js';
-import { checkTextSetting, HARMLESS_SETTINGS, parsePgBool, TEXT_SETTINGS } from './session-settings.js';
+import {
+  checkTextSetting,
+  HARMLESS_SETTINGS,
+  isPgwardenSetting,
+  PGWARDEN_SETTING_MESSAGE,
+  parsePgBool,
+  TEXT_SETTINGS,
+} from './session-settings.js';
 
 /** What the set_config calls of one statement amount to. */
 export interface SetConfigOutcome {
@@ -121,6 +128,10 @@ export function analyzeSetConfigCalls(
         continue;
       }
       effects.push({ kind: 'set-search-path', path, local: parsePgBool(isLocal) === true });
+      continue;
+    }
+    if (isPgwardenSetting(setting)) {
+      refuse('42501', PGWARDEN_SETTING_MESSAGE(setting), loc);
       continue;
     }
     if (TEXT_SETTINGS.has(setting)) {

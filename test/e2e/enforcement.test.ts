@@ -83,7 +83,7 @@ describe('alice (analyst): masks', () => {
       text: 'select id, ssn, org_id from users where id = $1',
       values: [1],
       binary: true,
-    } as never);
+    } as pg.QueryConfig);
     expect(r.rows[0].ssn).toBe('*****');
     await c.end();
   });

@@ -152,7 +152,7 @@ describe('pgwarden keys', () => {
   test('revoke: after a reload the key can no longer log in', async () => {
     const open = await connect(created.id, created.token);
     const closed = new Promise<string | undefined>((resolve) =>
-      open.on('error', (e: pg.DatabaseError) => resolve(e.code)),
+      open.on('error', (e: Error) => resolve((e as pg.DatabaseError).code)),
     );
     const r = keys(['revoke', created.id]);
     expect(r.code).toBe(0);

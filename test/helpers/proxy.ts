@@ -45,8 +45,17 @@ export interface TestProxy {
 }
 
 /** Starts a proxy with `obj` (default: the demo config). Logs go nowhere unless PGWARDEN_TEST_LOG is set. */
-export async function startTestProxy(obj: Record<string, unknown> = demoConfigObject()): Promise<TestProxy> {
-  const logger = pino({ level: process.env.PGWARDEN_TEST_LOG ?? 'silent' });
+export async function startTestProxy(
+  obj: Record<string, unknown> = demoConfigObject(),
+  opts: { logLines?: Record<string, unknown>[] } = {},
+): Promise<TestProxy> {
+  const lines = opts.logLines;
+  const logger = lines
+    ? pino(
+        { level: 'info' },
+        { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) },
+      )
+    : pino({ level: process.env.PGWARDEN_TEST_LOG ?? 'silent' });
   const server = await startProxy(loadTestConfig(obj), logger);
   const port = server.address.port;
   const url = (user: string, password = user, database = 'demo') =>
