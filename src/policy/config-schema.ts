@@ -125,7 +125,9 @@ export const MAX_KEY_LIFETIME_MS = 366 * 24 * 3600 * 1000;
 /** An API key (issue 4): a principal holding exactly its own roles; the token stored as a SCRAM verifier. */
 export const apiKeySchema = z
   .object({
-    id: z.string().regex(/^pgw_[A-Za-z0-9]{8,32}$/, 'must look like pgw_<8-32 letters or digits>'),
+    // `pgwarden keys create` makes `pgw_<16 letters or digits>`; a config may name a key itself
+    // (the demo's `agent`). It is the user name on the wire, so it follows the principal-name rule.
+    id: z.string().regex(/^[A-Za-z0-9_-]{3,63}$/, 'must be 3-63 letters, digits, "_" or "-"'),
     scram: scramVerifier,
     /** The previous token's verifier, valid until `previous_expires_at` (rotation keeps it 24 h). */
     previous_scram: scramVerifier.optional(),
