@@ -32,6 +32,7 @@ import { type AuditLog, normalizeForAudit, rowsOfTag } from './audit.js';
 import { redactError } from './error-redaction.js';
 import { maskDataRow, maskRowDescription, originMismatch } from './masking.js';
 import {
+  cursorPlan,
   type Decider,
   type GateSession,
   gate,
@@ -351,11 +352,9 @@ export class Relay {
         if (this.skipping) return undefined;
         return this.bind(f);
       case FrontendCode.Describe:
-        if (!this.skipping) this.describe(f);
-        return undefined;
+        return this.skipping ? undefined : this.describe(f);
       case FrontendCode.Execute:
-        if (!this.skipping) this.execute(f);
-        return undefined;
+        return this.skipping ? undefined : this.execute(f);
       case FrontendCode.Close:
         if (!this.skipping) this.close(f);
         return undefined;
@@ -592,7 +591,20 @@ export class Relay {
     };
   }
 
-  private describe(f: Frame): void {
+  /**
+   * The portal entry for a name: a protocol portal, or a SQL cursor (one namespace upstream;
+   * psycopg DECLAREs a cursor, then Describes its portal). A refusal when neither, or when the
+   * cursor's statement is refused now.
+   */
+  private async portalFor(name: string): Promise<PortalEntry | Refusal> {
+    if (this.o.gateSession.names.cursors.has(name)) {
+      const plan = await cursorPlan(name, this.o.gateSession, this.o.decide);
+      return 'sqlstate' in plan ? plan : { plan, sql: '' };
+    }
+    return this.portals.get(name) ?? { sqlstate: '34000', message: `portal "${name}" does not exist` };
+  }
+
+  private async describe(f: Frame): Promise<void> {
     const d = decodeDescribe(f.payload);
     this.startBatch();
     if (d.target === 'S') {
@@ -603,9 +615,9 @@ export class Relay {
       }
       this.expects.push({ t: 'describe', plan: found.plan });
     } else {
-      const portal = this.portals.get(d.name);
-      if (portal === undefined || this.o.gateSession.names.cursors.has(d.name)) {
-        this.refuseExtended({ sqlstate: '34000', message: `portal "${d.name}" does not exist` });
+      const portal = await this.portalFor(d.name);
+      if ('sqlstate' in portal) {
+        this.refuseExtended(portal);
         return;
       }
       this.expects.push({ t: 'describe', plan: portal.plan });
@@ -613,12 +625,12 @@ export class Relay {
     this.send(f.bytes);
   }
 
-  private execute(f: Frame): void {
+  private async execute(f: Frame): Promise<void> {
     const e = decodeExecute(f.payload);
     this.startBatch();
-    const portal = this.portals.get(e.portal);
-    if (portal === undefined || this.o.gateSession.names.cursors.has(e.portal)) {
-      this.refuseExtended({ sqlstate: '34000', message: `portal "${e.portal}" does not exist` });
+    const portal = await this.portalFor(e.portal);
+    if ('sqlstate' in portal) {
+      this.refuseExtended(portal);
       return;
     }
     this.expects.push({ t: 'execute', plan: portal.plan, sql: portal.sql, started: performance.now() });

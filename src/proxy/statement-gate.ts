@@ -231,6 +231,26 @@ function pathsFor(session: GateSession, catalog: Catalog): ReturnType<SearchPath
   };
 }
 
+/**
+ * The plan of a SQL cursor used through the protocol (Describe or Execute of its portal, as
+ * psycopg's named cursors do): the statement it was DECLAREd for, decided for the session now.
+ * Output: the plan, or the refusal (42501 …, or 34000 for a name pgwarden did not see DECLAREd).
+ */
+export async function cursorPlan(
+  name: string,
+  session: GateSession,
+  decide: Decider,
+): Promise<StatementPlan | Refusal> {
+  const inner = session.names.cursors.get(name);
+  if (!inner) return { sqlstate: '34000', message: `portal "${name}" does not exist` };
+  const catalog = await session.catalog(false);
+  const ctx = { config: session.config, connection: session.connection, database: session.database, catalog };
+  const decision = decide({ statements: [inner] }, session.roles, ctx);
+  const d = decision.statements[0];
+  if (decision.refusal || d?.verdict !== 'allow') return decision.refusal ?? missingDecision();
+  return { ...planOf(inner, d, catalog.version), effects: [], changesCatalog: false };
+}
+
 /** `text.slice` by Unicode code points (the analysis's offsets count code points, as Postgres's positions do). */
 export function sliceCodePoints(text: string, start: number, length: number): string {
   let i = 0;
