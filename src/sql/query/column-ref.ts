@@ -3,6 +3,7 @@ import { QueryRefusal, unsupported } from './errors.js';
 import { UNTRACEABLE } from './lineage.js';
 import { type Obj, unwrap } from './node-kinds.js';
 import { type FromItem, findItem, type ItemColumn, type Scope } from './scope.js';
+import { systemColumn } from './system-columns.js';
 
 /** What a ColumnRef denotes: a column of a FROM item, a FROM item's whole row, or a star over items. */
 export type Resolved =
@@ -18,13 +19,17 @@ function openColumn(name: string): ItemColumn {
 function matchesAtLevel(
   scope: Scope,
   name: string,
+  location: number,
 ): { hits: [FromItem, ItemColumn][]; open: FromItem | null } {
   const hits: [FromItem, ItemColumn][] = [];
   let open: FromItem | null = null;
   for (const ns of scope.namespace) {
     if (!ns.colsVisible) continue;
     if (ns.item.open) open ??= ns.item;
+    const before = hits.length;
     for (const c of ns.item.columns) if (c.name === name) hits.push([ns.item, c]);
+    const sys = hits.length === before ? systemColumn(ns.item, name, location) : null;
+    if (sys) hits.push([ns.item, sys]);
   }
   return { hits, open };
 }
@@ -36,13 +41,17 @@ function matchesAtLevel(
  */
 function resolveBareColumn(scope: Scope, name: string, location: number): Resolved | undefined {
   for (let s: Scope | null = scope; s; s = s.parent) {
-    const { hits, open } = matchesAtLevel(s, name);
+    const { hits, open } = matchesAtLevel(s, name, location);
     if (hits.length > 1) throw new QueryRefusal('42702', `column reference "${name}" is ambiguous`, location);
     const hit = hits[0];
+    // A function whose columns the catalog does not describe may also have a column named like
+    // a system column (a composite type may): Postgres would find both.
+    if (hit && open && hit[1].lineage.origin.attnum < 0 && hit[1].lineage.sources.length === 0)
+      unsupported(`column reference "${name}": it may be a column of function ${open.refname}`, location);
     if (hit) return { kind: 'column', item: hit[0], column: hit[1] };
     if (open) {
       for (let o = s.parent; o; o = o.parent) {
-        if (matchesAtLevel(o, name).hits.length > 0) {
+        if (matchesAtLevel(o, name, location).hits.length > 0) {
           unsupported(
             `column reference "${name}": it may be a column of function ${open.refname} or of an outer query`,
             location,
@@ -61,6 +70,8 @@ function columnOf(item: FromItem, name: string, location: number): Resolved {
     throw new QueryRefusal('42702', `column reference "${item.refname}.${name}" is ambiguous`, location);
   const c = cols[0];
   if (c) return { kind: 'column', item, column: c };
+  const sys = systemColumn(item, name, location);
+  if (sys) return { kind: 'column', item, column: sys };
   if (item.open) return { kind: 'column', item, column: openColumn(name) };
   // Postgres reads `t.f` with no column f as the function call f(t) (transformColumnRef, case 2):
   // pgwarden does not follow it there.

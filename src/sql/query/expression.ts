@@ -3,7 +3,7 @@ import type { TestClause } from '../analysis-types.js';
 import { resolveFunction } from './catalog-names.js';
 import { type Resolved, resolveColumnRef } from './column-ref.js';
 import { QueryRefusal, unsupported } from './errors.js';
-import { consume, consumeWholeRow, type Lineage } from './lineage.js';
+import { consume, consumeWholeRow, type Lineage, requireSelect } from './lineage.js';
 import { list, loc, type NodeName, names, type Obj, obj, str, unwrap } from './node-kinds.js';
 import type { FromItem, Scope } from './scope.js';
 import { analyzeSubquery } from './select.js';
@@ -38,8 +38,7 @@ export function walkList(env: Env, nodes: unknown, mode: Mode): void {
 export function referenceResolved(env: Env, r: Resolved, mode: Mode, location: number): void {
   const { state } = env;
   if (r.kind === 'column') {
-    if (r.column.lineage.requires)
-      state.requireColumn('SELECT', r.column.lineage.requires, 'column reference', location);
+    requireSelect(state, r.column.lineage, 'column reference', location);
     consume(state, r.column.lineage, mode, location);
     return;
   }
@@ -89,14 +88,12 @@ export function plainReference(env: Env, node: unknown): Lineage | null {
 function lineageOfResolved(env: Env, r: Resolved, location: number): Lineage | null {
   const { state } = env;
   if (r.kind === 'column') {
-    if (r.column.lineage.requires)
-      state.requireColumn('SELECT', r.column.lineage.requires, 'column reference', location);
+    requireSelect(state, r.column.lineage, 'column reference', location);
     return r.column.lineage;
   }
   if (r.kind === 'row') {
     for (const c of r.item.columns) {
-      if (c.lineage.requires)
-        state.requireColumn('SELECT', c.lineage.requires, 'whole-row reference', location);
+      requireSelect(state, c.lineage, 'whole-row reference', location);
     }
     const rel = r.item.relation;
     return {

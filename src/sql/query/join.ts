@@ -3,7 +3,7 @@ import type { TestClause } from '../analysis-types.js';
 import { QueryRefusal } from './errors.js';
 import { type Env, walkExpr } from './expression.js';
 import { type FromResult, fromItem } from './from-clause.js';
-import { computedFrom, consume, type Lineage, passUp } from './lineage.js';
+import { computedFrom, consume, type Lineage, passUp, requireSelect } from './lineage.js';
 import { names, type Obj, obj, str } from './node-kinds.js';
 import { renameColumns } from './relation-item.js';
 import type { FromItem, ItemColumn, NsItem, Scope } from './scope.js';
@@ -59,7 +59,7 @@ export function joinItem(state: QueryState, level: Scope, body: Obj): FromResult
     const l = sideColumn(left.whole, name, 'left', location);
     const r = sideColumn(right.whole, name, 'right', location);
     for (const c of [l, r]) {
-      if (c.lineage.requires) state.requireColumn('SELECT', c.lineage.requires, clause, location);
+      requireSelect(state, c.lineage, clause, location);
       consume(state, c.lineage, { kind: 'test', clause }, location);
     }
     let lineage: Lineage;

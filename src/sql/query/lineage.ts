@@ -12,14 +12,33 @@ import { type BaseColumn, type Mode, nested, type QueryState } from './state.js'
  *   remove_unused_subquery_outputs);
  * - `rowOf`: the column is a whole row of a FROM item (`SELECT u AS r FROM users u`);
  * - `origin`: the RowDescription origin Postgres reports when this column is output as is.
- * - `requires`: the column-level SELECT requirement a reference to it adds (base or view column).
+ * - `requires`: the SELECT requirement a reference to it adds: a base or view column, or (for a
+ *   system column, system-columns.ts) its table.
  */
 export interface Lineage {
   readonly sources: readonly BaseColumn[];
   readonly deferred: readonly ColumnUse[];
   readonly rowOf: FromItem | null;
   readonly origin: ColumnOrigin;
-  readonly requires: ColumnRef | null;
+  readonly requires: ColumnRef | TableRef | null;
+}
+
+/** A relation by exact names: the table-level SELECT a system column reference needs. */
+export interface TableRef {
+  readonly schema: string;
+  readonly table: string;
+  readonly column?: undefined;
+}
+
+/**
+ * Adds the SELECT requirement a reference to a column with lineage `l` makes: column-level for a
+ * base or view column, table-level for a system column, nothing for a derived one.
+ */
+export function requireSelect(state: QueryState, l: Lineage, reason: string, location: number): void {
+  const r = l.requires;
+  if (!r) return;
+  if (r.column === undefined) state.requireTable('SELECT', r.schema, r.table, reason, location);
+  else state.requireColumn('SELECT', r, reason, location);
 }
 
 /** The origin of an expression (no table). */
@@ -137,14 +156,12 @@ export function consumeWholeRow(state: QueryState, item: FromItem, location: num
   if (item.base) {
     state.useWholeRow(item.base.schema, item.base.name, location);
     for (const c of item.columns) {
-      if (c.lineage.requires)
-        state.requireColumn('SELECT', c.lineage.requires, 'whole-row reference', location);
+      requireSelect(state, c.lineage, 'whole-row reference', location);
     }
     return;
   }
   for (const c of item.columns) {
-    if (c.lineage.requires)
-      state.requireColumn('SELECT', c.lineage.requires, 'whole-row reference', location);
+    requireSelect(state, c.lineage, 'whole-row reference', location);
     consume(
       state,
       c.lineage,

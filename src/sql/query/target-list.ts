@@ -3,7 +3,7 @@ import { resolveColumnRef } from './column-ref.js';
 import { QueryRefusal, unsupported } from './errors.js';
 import { type Env, plainReference, walkExpr } from './expression.js';
 import { figureColname } from './figure-colname.js';
-import { type Lineage, NO_ORIGIN, passUp } from './lineage.js';
+import { type Lineage, NO_ORIGIN, passUp, requireSelect } from './lineage.js';
 import { noOpCastOrigin } from './no-op-cast.js';
 import { list, loc, type Obj, obj, str, unwrap } from './node-kinds.js';
 import type { FromItem } from './scope.js';
@@ -26,8 +26,7 @@ export function expandStar(env: Env, items: readonly FromItem[], location: numbe
     if (item.open)
       unsupported(`* over function ${item.refname}, whose columns the catalog does not describe`, location);
     for (const c of item.columns) {
-      if (c.lineage.requires)
-        env.state.requireColumn('SELECT', c.lineage.requires, 'star expansion', location);
+      requireSelect(env.state, c.lineage, 'star expansion', location);
       out.push({ name: c.name, lineage: c.lineage, location });
     }
   }
@@ -45,8 +44,7 @@ function expandRowStar(env: Env, val: Obj, location: number): OutColumn[] | null
   const r = resolveColumnRef(env.scope, argBody, loc(argBody));
   if (r.kind === 'row') return expandStar(env, [r.item], location);
   if (r.kind === 'column' && r.column.lineage.rowOf) {
-    if (r.column.lineage.requires)
-      env.state.requireColumn('SELECT', r.column.lineage.requires, 'column reference', location);
+    requireSelect(env.state, r.column.lineage, 'column reference', location);
     // Postgres reports no origin for the fields of a row carried in a column (FieldSelect).
     return expandStar(env, [r.column.lineage.rowOf], location).map((c) => ({
       ...c,

@@ -11,6 +11,7 @@ import {
   type QueryNodeType,
   type QueryResult,
 } from '../../../../src/sql/query/analyze-query.js';
+import { SYSTEM_COLUMNS } from '../../../../src/sql/query/system-columns.js';
 
 /** One corpus case: SQL plus its expected lineage, uses and requirements, or its refusal. */
 export interface CorpusCase {
@@ -64,12 +65,19 @@ export function formatRequirement(r: Requirement): string {
   return `${r.action} column ${o.schema}.${o.table}.${o.column}`;
 }
 
-/** `public.users.email` (attnum's column), `public.users.*` (attnum 0: whole row), or `none` (0/0). */
+/**
+ * `public.users.email` (attnum's column), `public.users.*` (attnum 0: whole row),
+ * `public.users.ctid` (a negative attnum: a system column), or `none` (0/0).
+ */
 export function formatOrigin(catalog: Catalog, o: ColumnOrigin): string {
   if (o.tableOid === 0) return 'none';
   for (const r of catalog.relations.values()) {
     if (r.oid !== o.tableOid) continue;
     if (o.attnum === 0) return `${r.schema}.${r.name}.*`;
+    if (o.attnum < 0) {
+      const sys = [...SYSTEM_COLUMNS].find(([, n]) => n === o.attnum)?.[0];
+      return `${r.schema}.${r.name}.${sys ?? `#${o.attnum}`}`;
+    }
     const c = r.columns.find((x) => x.attnum === o.attnum);
     return `${r.schema}.${r.name}.${c?.name ?? `#${o.attnum}`}`;
   }
