@@ -1,6 +1,6 @@
 // Functions in FROM (plain, WITH ORDINALITY, ROWS FROM, column definition lists) and XMLTABLE.
 import { resolveFunction } from './catalog-names.js';
-import { unsupported } from './errors.js';
+import { QueryRefusal, unsupported } from './errors.js';
 import { type Env, walkExpr, walkList } from './expression.js';
 import { figureColname } from './figure-colname.js';
 import { UNTRACEABLE } from './lineage.js';
@@ -18,41 +18,116 @@ function untraceable(name: string): ItemColumn {
   return { name, lineage: UNTRACEABLE };
 }
 
-function defListNames(defs: unknown): string[] {
-  return list(defs).map((d) => {
+function defListNames(defs: readonly unknown[]): string[] {
+  return defs.map((d) => {
     const [k, b] = unwrap(d);
     if (k !== 'ColumnDef') unsupported(`a ${k} in a column definition list`, loc(b));
     return str(b.colname);
   });
 }
 
+/** The column definition list of one ROWS FROM entry (`f() AS (a int)`): the entry's second item. */
+function entryDefList(defs: unknown): unknown[] {
+  const o = obj(defs);
+  return o && 'List' in o ? list(obj(o.List)?.items) : [];
+}
+
+/** One function of a FROM item after Postgres's unnest expansion: its call and its column definition list. */
+interface FunctionEntry {
+  readonly call: unknown;
+  readonly defs: readonly unknown[];
+}
+
+/**
+ * `unnest(a, b, …)` written without schema, decoration or column definition list stands for
+ * `ROWS FROM (unnest(a), unnest(b), …)`: one column per argument (transformRangeFunction).
+ */
+function isMultiUnnest(call: unknown): boolean {
+  const [k, b] = unwrap(call);
+  if (k !== 'FuncCall') return false;
+  const fname = names(b.funcname);
+  return (
+    fname.length === 1 &&
+    fname[0] === 'unnest' &&
+    list(b.args).length > 1 &&
+    !b.agg_order &&
+    !b.agg_filter &&
+    !b.over &&
+    !b.agg_star &&
+    !b.agg_distinct &&
+    !b.func_variadic
+  );
+}
+
+/**
+ * The functions of a RangeFunction as Postgres 15 sees them: each ROWS FROM entry (or the lone
+ * function) with its column definition list, a multi-argument `unnest` split into one `unnest`
+ * per argument. Throws 42601 for a column definition list over several functions (as Postgres).
+ */
+function functionEntries(body: Obj): FunctionEntry[] {
+  const rowsFrom = body.is_rowsfrom === true;
+  const out: FunctionEntry[] = [];
+  for (const e of list(body.functions)) {
+    const [, eb] = unwrap(e);
+    const [call, defs] = list(eb.items);
+    const own = entryDefList(defs);
+    if (own.length === 0 && isMultiUnnest(call)) {
+      const [, fb] = unwrap(call);
+      for (const arg of list(fb.args)) {
+        out.push({
+          call: { FuncCall: { ...fb, funcname: [{ String: { sval: 'unnest' } }], args: [arg] } },
+          defs: [],
+        });
+      }
+      continue;
+    }
+    out.push({ call, defs: own });
+  }
+  const outer = list(body.coldeflist);
+  if (outer.length > 0) {
+    if (out.length !== 1) {
+      throw new QueryRefusal(
+        '42601',
+        rowsFrom
+          ? 'ROWS FROM() with multiple functions cannot have a column definition list'
+          : 'UNNEST() with multiple arguments cannot have a column definition list',
+        loc(obj(obj(outer[0])?.ColumnDef) ?? {}),
+      );
+    }
+    out[0] = { call: out[0]?.call, defs: outer };
+  }
+  return out;
+}
+
 /**
  * A function in FROM. Its arguments are `compute` uses (DESIGN.md: an argument of a function in
- * FROM), analyzed LATERAL over the earlier FROM items; its output columns are untraceable. Names:
- * a column definition list, else one column per scalar function (named after the alias for a
- * lone function, after the function in ROWS FROM), plus `ordinality`. A function returning
- * `record` or a user type without a definition list is `open`: its column names are not in the
- * catalog (see column-ref.ts).
+ * FROM), analyzed LATERAL over the earlier FROM items; its output columns are untraceable (origin
+ * 0). Columns, per function after the unnest expansion (Postgres 15 addRangeTableEntryForFunction):
+ * the names of its column definition list; else one column for a scalar function, named after
+ * the FROM alias when it is the only function, else after the function (FigureColname); then
+ * `ordinality`. A function returning `record` or a user type without a definition list is `open`:
+ * its column names are not in the catalog (see column-ref.ts), and `*` over it is refused.
+ * Throws 42601 for a column definition list over several functions, 42P10 for too many aliases.
  */
 export function functionItem(state: QueryState, scope: Scope, body: Obj): FromItem {
   const env: Env = { state, scope };
   const alias = obj(body.alias);
-  const entries = list(body.functions);
-  const rowsFrom = body.is_rowsfrom === true;
+  // Arguments are walked as written (the unnest split only changes the shape of the result).
+  for (const e of list(body.functions)) {
+    const [, eb] = unwrap(e);
+    walkExpr(env, list(eb.items)[0], { kind: 'compute', context: 'function in FROM' });
+  }
+  const entries = functionEntries(body);
   const cols: ItemColumn[] = [];
   let open = false;
   let firstName = '';
-  for (const e of entries) {
-    const [, eb] = unwrap(e);
-    const [fnNode, defs] = list(eb.items);
-    walkExpr(env, fnNode, { kind: 'compute', context: 'function in FROM' });
-    const [fk, fb] = unwrap(fnNode);
+  for (const { call, defs } of entries) {
+    const [fk, fb] = unwrap(call);
     const fname = fk === 'FuncCall' ? names(fb.funcname) : [];
-    const colName = fname[fname.length - 1] ?? figureColname(fnNode);
+    const colName = fname[fname.length - 1] ?? figureColname(call);
     firstName ||= colName;
-    const defList = obj(defs) ? list(defs) : list(body.coldeflist);
-    if (defList.length > 0) {
-      for (const n of defListNames(defList)) cols.push(untraceable(n));
+    if (defs.length > 0) {
+      for (const n of defListNames(defs)) cols.push(untraceable(n));
       continue;
     }
     if (fk === 'FuncCall') {
@@ -62,7 +137,7 @@ export function functionItem(state: QueryState, scope: Scope, body: Obj): FromIt
         continue;
       }
     }
-    cols.push(untraceable(!rowsFrom && entries.length === 1 && alias ? str(alias.aliasname) : colName));
+    cols.push(untraceable(entries.length === 1 && alias ? str(alias.aliasname) : colName));
   }
   if (body.ordinality === true) cols.push(untraceable('ordinality'));
   const refname = alias ? str(alias.aliasname) : firstName;
