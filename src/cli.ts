@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Command } from 'commander';
 import type { Logger } from 'pino';
 import { upstreamLoginWarnings } from './catalog/upstream-login.js';
-import { makeLogger } from './logger.js';
+import { makeAuditLogger, makeLogger } from './logger.js';
 import { ConfigError, type LoadedConfig, loadConfig } from './policy/config-load.js';
 import { createScramVerifier } from './proxy/scram.js';
 import { type ProxyServer, startProxy } from './proxy/server.js';
@@ -31,7 +31,10 @@ async function serve(file: string, logger: Logger, onStop?: () => Promise<void>)
   const loaded = loadOrExit(file, logger);
   for (const w of await upstreamLoginWarnings(loaded.config.databases))
     logger.warn({ event: 'upstream-login' }, w);
-  const proxy = await startProxy(loaded, logger);
+  const audit = makeAuditLogger(
+    loaded.config.audit.file ? path.resolve(path.dirname(loaded.file), loaded.config.audit.file) : undefined,
+  );
+  const proxy = await startProxy(loaded, logger, { auditLogger: audit.logger });
   process.on('SIGHUP', () => {
     try {
       const next = loadConfig(file);
@@ -51,6 +54,7 @@ async function serve(file: string, logger: Logger, onStop?: () => Promise<void>)
     logger.info({ event: 'shutdown', signal }, 'shutting down');
     await proxy.close();
     await onStop?.();
+    audit.close();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

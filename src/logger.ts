@@ -18,3 +18,22 @@ export function makeLogger(opts: { pretty?: boolean; level?: string } = {}): Log
   }
   return pino({ level, base: undefined }, pino.destination({ dest: 2, sync: false }));
 }
+
+/**
+ * The audit logger: one JSON line per statement, to `file` (appended) or stderr, written in
+ * batches of at least 8 KiB or every `flushMs` (default 500 ms) so that a busy proxy does not pay
+ * one write per statement. `close()` flushes what is buffered (call it before exiting).
+ */
+export function makeAuditLogger(file?: string, flushMs = 500): { logger: Logger; close: () => void } {
+  const dest = pino.destination({ dest: file ?? 2, sync: false, minLength: 8192, mkdir: file !== undefined });
+  const timer = setInterval(() => dest.flush(), flushMs);
+  timer.unref();
+  const logger = pino({ level: 'info', base: undefined }, dest);
+  return {
+    logger,
+    close: () => {
+      clearInterval(timer);
+      dest.flushSync();
+    },
+  };
+}

@@ -33,9 +33,40 @@ export function maskRowDescription(payload: Buffer, mask: ReadonlySet<number>): 
  * bytes), so a driver that asked for binary decodes it too. Returns the whole new message.
  */
 export function maskDataRow(payload: Buffer, mask: ReadonlySet<number>): Buffer {
-  const cells = decodeDataRow(payload);
-  for (const i of mask) if (i < cells.length) cells[i] = MASK;
-  return dataRow(cells);
+  // One pass to size the new message, one to fill it: a single allocation per row.
+  // DataRow payload: Int16 field count, then per field Int32 length (-1 for NULL) and the bytes.
+  if (payload.length < 2) return dataRow(decodeDataRow(payload));
+  const n = payload.readInt16BE(0);
+  let size = 4 + 2;
+  let at = 2;
+  for (let i = 0; i < n; i++) {
+    if (at + 4 > payload.length) return dataRow(decodeDataRow(payload)); // malformed: the decoder says why
+    const len = payload.readInt32BE(at);
+    const body = len < 0 ? 0 : len;
+    size += 4 + (mask.has(i) ? MASK.length : body);
+    at += 4 + body;
+  }
+  if (at !== payload.length) return dataRow(decodeDataRow(payload));
+  const out = Buffer.allocUnsafe(1 + size);
+  out[0] = 0x44; // 'D'
+  out.writeInt32BE(size, 1);
+  out.writeInt16BE(n, 5);
+  let w = 7;
+  at = 2;
+  for (let i = 0; i < n; i++) {
+    const len = payload.readInt32BE(at);
+    const body = len < 0 ? 0 : len;
+    if (mask.has(i)) {
+      out.writeInt32BE(MASK.length, w);
+      MASK.copy(out, w + 4);
+      w += 4 + MASK.length;
+    } else {
+      payload.copy(out, w, at, at + 4 + body);
+      w += 4 + body;
+    }
+    at += 4 + body;
+  }
+  return out;
 }
 
 /**

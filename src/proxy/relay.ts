@@ -34,6 +34,7 @@ import { maskDataRow, maskRowDescription, originMismatch } from './masking.js';
 import {
   cursorPlan,
   type Decider,
+  type GateResult,
   type GateSession,
   gate,
   type StatementPlan,
@@ -307,31 +308,31 @@ export class Relay {
   private async drain(): Promise<void> {
     this.working = true;
     const up = this.o.upstream.socket;
+    // One cork for the whole batch: Parse/Bind/Execute/Sync decided without waiting leave as one write.
+    up.cork();
     try {
       while (this.inbox.length > 0 && !this.closed) {
         const frame = this.inbox.shift() as Frame;
-        up.cork();
-        try {
-          const pending = this.handleClient(frame);
-          if (pending) {
-            up.uncork();
-            this.o.client.pause();
-            await pending;
-            this.o.client.resume();
-          }
-        } finally {
+        const pending = this.handleClient(frame);
+        if (pending) {
+          // A catalog read (possibly on this very upstream connection) must not wait behind the cork.
           up.uncork();
+          this.o.client.pause();
+          await pending;
+          this.o.client.resume();
+          up.cork();
         }
-      }
-      if (up.writableNeedDrain) {
-        this.o.client.pause();
-        up.once('drain', () => this.o.client.resume());
       }
     } catch (e) {
       this.o.log.error({ event: 'relay-error', err: (e as Error).stack }, 'relay failed');
       this.o.terminate({ severity: 'FATAL', code: 'XX000', message: 'pgwarden internal error' });
     } finally {
+      up.uncork();
       this.working = false;
+    }
+    if (up.writableNeedDrain) {
+      this.o.client.pause();
+      up.once('drain', () => this.o.client.resume());
     }
   }
 
@@ -452,7 +453,31 @@ export class Relay {
     this.skipping = true;
   }
 
-  private async catalogFailure(e: unknown): Promise<Refusal> {
+  /**
+   * Runs the gate for `sql` and hands its result to `then` — synchronously when the gate could
+   * decide without waiting (a loaded catalog: the hot path), else once it has. A catalog that
+   * cannot be read becomes a refusal (08006) passed to `onFailure`.
+   */
+  private withGate(
+    sql: string,
+    then: (r: GateResult) => void,
+    onFailure: (r: Refusal) => void,
+  ): Promise<void> | undefined {
+    let r: GateResult | Promise<GateResult>;
+    try {
+      r = gate(sql, this.o.gateSession, this.o.cache, this.o.decide);
+    } catch (e) {
+      onFailure(this.catalogFailure(e));
+      return undefined;
+    }
+    if (!(r instanceof Promise)) {
+      then(r);
+      return undefined;
+    }
+    return r.then(then, (e: unknown) => onFailure(this.catalogFailure(e)));
+  }
+
+  private catalogFailure(e: unknown): Refusal {
     this.o.log.error(
       { event: 'catalog-failed', err: (e as Error).message },
       'cannot read the upstream catalog',
@@ -463,68 +488,66 @@ export class Relay {
     };
   }
 
-  private async simpleQuery(f: Frame): Promise<void> {
+  private simpleQuery(f: Frame): Promise<void> | undefined {
     const { sql } = decodeQuery(f.payload);
     this.startBatch();
     const started = performance.now();
-    let result: Awaited<ReturnType<typeof gate>>;
-    try {
-      result = await gate(sql, this.o.gateSession, this.o.cache, this.o.decide);
-    } catch (e) {
-      this.refuseSimple(await this.catalogFailure(e));
-      return;
-    }
-    if (!result.ok) {
-      this.auditRefusal(sql, result.refusal, result.statement?.kind);
-      this.refuseSimple(result.refusal);
-      return;
-    }
-    this.expects.push({ t: 'query', plans: result.plans, index: 0, sql, started });
-    this.send(f.bytes);
-    this.batchOpen = false;
+    return this.withGate(
+      sql,
+      (result) => {
+        if (!result.ok) {
+          this.auditRefusal(sql, result.refusal, result.statement?.kind);
+          this.refuseSimple(result.refusal);
+          return;
+        }
+        this.expects.push({ t: 'query', plans: result.plans, index: 0, sql, started });
+        this.send(f.bytes);
+        this.batchOpen = false;
+      },
+      (r) => this.refuseSimple(r),
+    );
   }
 
-  private async parse(f: Frame): Promise<void> {
+  private parse(f: Frame): Promise<void> | undefined {
     const { name, sql } = decodeParse(f.payload);
     this.startBatch();
-    let result: Awaited<ReturnType<typeof gate>>;
-    try {
-      result = await gate(sql, this.o.gateSession, this.o.cache, this.o.decide);
-    } catch (e) {
-      this.refuseExtended(await this.catalogFailure(e));
-      return;
-    }
-    if (!result.ok) {
-      this.auditRefusal(sql, result.refusal, result.statement?.kind);
-      this.refuseExtended(result.refusal);
-      return;
-    }
-    if (result.plans.length > 1) {
-      this.refuseExtended({
-        sqlstate: '42601',
-        message: 'cannot insert multiple commands into a prepared statement',
-      });
-      return;
-    }
     if (name === PROBE_STATEMENT) {
       this.refuseExtended({
         sqlstate: '42501',
         message: 'this prepared statement name is reserved by pgwarden',
       });
-      return;
+      return undefined;
     }
-    const entry: PreparedEntry = {
+    return this.withGate(
       sql,
-      plan: result.plans[0] ?? null,
-      pathVersion: this.o.gateSession.paths.version,
-      catalogVersion: result.catalog.version,
-    };
-    // Pipelined Bind/Describe may follow before ParseComplete: the name exists from now on, and
-    // is put back as it was if the upstream refuses the Parse (or skips it after an earlier error).
-    this.expects.push({ t: 'parse', entry, undo: this.remember(this.statements, name) });
-    this.statements.set(name, entry);
-    this.o.gateSession.names.prepared.delete(name);
-    this.send(f.bytes);
+      (result) => {
+        if (!result.ok) {
+          this.auditRefusal(sql, result.refusal, result.statement?.kind);
+          this.refuseExtended(result.refusal);
+          return;
+        }
+        if (result.plans.length > 1) {
+          this.refuseExtended({
+            sqlstate: '42601',
+            message: 'cannot insert multiple commands into a prepared statement',
+          });
+          return;
+        }
+        const entry: PreparedEntry = {
+          sql,
+          plan: result.plans[0] ?? null,
+          pathVersion: this.o.gateSession.paths.version,
+          catalogVersion: result.catalog.version,
+        };
+        // Pipelined Bind/Describe may follow before ParseComplete: the name exists from now on, and
+        // is put back as it was if the upstream refuses the Parse (or skips it after an earlier error).
+        this.expects.push({ t: 'parse', entry, undo: this.remember(this.statements, name) });
+        this.statements.set(name, entry);
+        this.o.gateSession.names.prepared.delete(name);
+        this.send(f.bytes);
+      },
+      (r) => this.refuseExtended(r),
+    );
   }
 
   /** The plan of a statement name: protocol-level first, then SQL-level PREPARE (one namespace in Postgres). */
@@ -534,11 +557,11 @@ export class Relay {
     return undefined;
   }
 
-  private async bind(f: Frame): Promise<void> {
+  private bind(f: Frame): Promise<void> | undefined {
     const b = decodeBind(f.payload);
     this.startBatch();
-    const found = this.statementPlan(b.statement);
-    if (!found?.entry) {
+    const entry = this.statements.get(b.statement);
+    if (!entry) {
       // SQL-level PREPAREd statements can be bound too; pgwarden refuses that path rather than
       // track a second decision for it, and an unknown name is Postgres's own 26000.
       const sqlLevel = this.o.gateSession.names.prepared.has(b.statement);
@@ -548,37 +571,44 @@ export class Relay {
           ? `binding the SQL-level prepared statement "${b.statement}" through the protocol is not supported by pgwarden; use EXECUTE`
           : `prepared statement "${b.statement}" does not exist`,
       });
-      return;
+      return undefined;
     }
-    let entry = found.entry;
-    const catalogVersion = (await this.o.gateSession.catalog(false)).version;
-    if (entry.pathVersion !== this.o.gateSession.paths.version || entry.catalogVersion !== catalogVersion) {
-      // DESIGN.md: a decision made at Parse is made again at Bind when the search_path or the catalog changed.
-      let result: Awaited<ReturnType<typeof gate>>;
-      try {
-        result = await gate(entry.sql, this.o.gateSession, this.o.cache, this.o.decide);
-      } catch (e) {
-        this.refuseExtended(await this.catalogFailure(e));
-        return;
-      }
-      if (!result.ok) {
-        this.auditRefusal(entry.sql, result.refusal, result.statement?.kind);
-        this.refuseExtended(result.refusal);
-        return;
-      }
-      entry = {
-        sql: entry.sql,
-        plan: result.plans[0] ?? null,
-        pathVersion: this.o.gateSession.paths.version,
-        catalogVersion: result.catalog.version,
-      };
-      this.statements.set(b.statement, entry);
+    const bound = (e: PreparedEntry) => {
+      this.expects.push({ t: 'bind', undo: this.remember(this.portals, b.portal) });
+      this.portals.set(b.portal, { plan: e.plan, sql: e.sql });
+      // Portals and SQL cursors are one namespace upstream.
+      this.o.gateSession.names.cursors.delete(b.portal);
+      this.send(f.bytes);
+    };
+    const current = this.o.gateSession.catalogNow();
+    if (
+      current &&
+      entry.pathVersion === this.o.gateSession.paths.version &&
+      entry.catalogVersion === current.version
+    ) {
+      bound(entry);
+      return undefined;
     }
-    this.expects.push({ t: 'bind', undo: this.remember(this.portals, b.portal) });
-    this.portals.set(b.portal, { plan: entry.plan, sql: entry.sql });
-    // Portals and SQL cursors are one namespace upstream.
-    this.o.gateSession.names.cursors.delete(b.portal);
-    this.send(f.bytes);
+    // DESIGN.md: a decision made at Parse is made again at Bind when the search_path or the catalog changed.
+    return this.withGate(
+      entry.sql,
+      (result) => {
+        if (!result.ok) {
+          this.auditRefusal(entry.sql, result.refusal, result.statement?.kind);
+          this.refuseExtended(result.refusal);
+          return;
+        }
+        const again: PreparedEntry = {
+          sql: entry.sql,
+          plan: result.plans[0] ?? null,
+          pathVersion: this.o.gateSession.paths.version,
+          catalogVersion: result.catalog.version,
+        };
+        this.statements.set(b.statement, again);
+        bound(again);
+      },
+      (r) => this.refuseExtended(r),
+    );
   }
 
   /** An undo for a map entry: restores the value `key` has now (or its absence). */
@@ -654,20 +684,30 @@ export class Relay {
 
   private fromUpstreamFrames(frames: readonly Frame[]): void {
     const out: Buffer[] = [];
+    // Unchanged neighbours that were contiguous in one chunk go out as one view of it: the run is
+    // tracked by offsets and becomes a Buffer once, not once per message.
+    let run: Buffer | undefined;
+    let runEnd = 0;
     for (const f of frames) {
       const b = this.onUpstream(f);
       if (b === null) continue;
-      // Coalesce unchanged neighbours that were contiguous in one chunk: one write, no copy.
-      const last = out[out.length - 1];
-      if (last && last.buffer === b.buffer && last.byteOffset + last.length === b.byteOffset) {
-        out[out.length - 1] = Buffer.from(last.buffer, last.byteOffset, last.length + b.length);
-      } else out.push(b);
+      if (run && b.buffer === run.buffer && b.byteOffset === runEnd) {
+        runEnd += b.length;
+        continue;
+      }
+      if (run) out.push(Buffer.from(run.buffer, run.byteOffset, runEnd - run.byteOffset));
+      run = b;
+      runEnd = b.byteOffset + b.length;
     }
+    if (run) out.push(Buffer.from(run.buffer, run.byteOffset, runEnd - run.byteOffset));
     if (out.length === 0) return;
     const client = this.o.client;
-    client.cork();
-    for (const b of out) client.write(b);
-    client.uncork();
+    if (out.length === 1) client.write(out[0] as Buffer);
+    else {
+      client.cork();
+      for (const b of out) client.write(b);
+      client.uncork();
+    }
     if (client.writableNeedDrain) {
       this.o.upstream.socket.pause();
       client.once('drain', () => this.o.upstream.socket.resume());

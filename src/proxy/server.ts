@@ -65,6 +65,8 @@ export interface ProxyOptions {
   readonly connection?: ConnectionKind;
   /** Listen here instead of the config's `listen` (e.g. `127.0.0.1:0` for an internal listener). */
   readonly listen?: string;
+  /** Where audit lines go (default: the main logger); `serve` gives a buffered one. */
+  readonly auditLogger?: Logger;
 }
 
 export async function startProxy(
@@ -80,7 +82,7 @@ export async function startProxy(
   const catalogs = new CatalogSource(initial.config.catalog.ttl_seconds * 1000);
   const analyses = createAnalysisCache();
   const decisions = new DecisionCache();
-  const audit = new AuditLog(logger);
+  const audit = new AuditLog(opts.auditLogger ?? logger);
   let nextId = 1;
   let closing = false;
   let refusing = 0;

@@ -364,6 +364,7 @@ export class ClientSession {
           }
           return this.ownCatalog ?? this.ctx.catalogs.get(database, db.url);
         },
+        catalogNow: () => this.ownCatalog ?? this.ctx.catalogs.peek(database),
         inBandCatalog: async () => {
           const own = await this.relay?.readInBandCatalog(nextOwnCatalogVersion--);
           this.log.debug(

@@ -65,6 +65,8 @@ export interface GateSession {
   readonly names: SqlNames;
   /** The catalog to analyze with: the session's own in-band one when it has one, else the shared one (`refresh`: read anew). */
   readonly catalog: (refresh: boolean) => Promise<Catalog>;
+  /** That catalog when it is loaded and current, without waiting; undefined when it must be read. */
+  readonly catalogNow: () => Catalog | undefined;
   /**
    * Reads the catalog on the session's own upstream connection, which alone sees its
    * uncommitted DDL and its temporary tables; null when the connection is not free for it.
@@ -113,14 +115,30 @@ function planOf(
  * column or function is tried once more with a fresh catalog. Never rejects except when the
  * catalog cannot be read (the caller refuses with 08006 then).
  */
-export async function gate(
+export function gate(
   sql: string,
   session: GateSession,
   cache: AnalysisCache,
   decide: Decider,
-): Promise<GateResult> {
+): GateResult | Promise<GateResult> {
+  // The hot path is synchronous: a loaded catalog and an analysis that needs no fresher one.
+  const now = session.catalogNow();
+  if (now) {
+    const fast = guarded(() => {
+      const analysis = cache.analyze(sql, { catalog: now, ...pathsFor(session, now) });
+      return analysis.refusal && STALE_CATALOG.has(analysis.refusal.sqlstate)
+        ? undefined
+        : decideAnalysis(analysis, now, sql, session, cache, decide);
+    });
+    if (fast) return fast;
+  }
+  return slowGate(sql, session, cache, decide);
+}
+
+/** Runs `f`, turning a stack overflow of the analysis into Postgres's 54001. */
+function guarded<T>(f: () => T): T | GateResult {
   try {
-    return await gateUnguarded(sql, session, cache, decide);
+    return f();
   } catch (e) {
     // A statement nested deep enough to exhaust the analysis's stack: Postgres's own answer.
     if (e instanceof RangeError) {
@@ -137,26 +155,44 @@ export async function gate(
   }
 }
 
-async function gateUnguarded(
+/** The gate with catalog loads: the first one, a refresh on an unknown name, an in-band read. */
+async function slowGate(
   sql: string,
   session: GateSession,
   cache: AnalysisCache,
   decide: Decider,
 ): Promise<GateResult> {
   let catalog = await session.catalog(false);
-  let analysis = cache.analyze(sql, { catalog, ...pathsFor(session, catalog) });
-  if (analysis.refusal && STALE_CATALOG.has(analysis.refusal.sqlstate)) {
+  const analyze = (c: Catalog) => guarded(() => cache.analyze(sql, { catalog: c, ...pathsFor(session, c) }));
+  let analysis = analyze(catalog);
+  const stale = (a: Analysis | GateResult) =>
+    'statements' in a && a.refusal !== undefined && STALE_CATALOG.has(a.refusal.sqlstate);
+  if (stale(analysis)) {
     catalog = await session.catalog(true);
-    analysis = cache.analyze(sql, { catalog, ...pathsFor(session, catalog) });
+    analysis = analyze(catalog);
   }
-  if (analysis.refusal && STALE_CATALOG.has(analysis.refusal.sqlstate)) {
+  if (stale(analysis)) {
     // Uncommitted DDL and temporary tables are visible to this session's own connection only.
     const own = await session.inBandCatalog();
     if (own) {
       catalog = own;
-      analysis = cache.analyze(sql, { catalog, ...pathsFor(session, catalog) });
+      analysis = analyze(catalog);
     }
   }
+  if (!('statements' in analysis)) return analysis;
+  const done = analysis;
+  return guarded(() => decideAnalysis(done, catalog, sql, session, cache, decide));
+}
+
+/** Decides an analysis and builds the plan of each statement (EXECUTE/FETCH as what they name). */
+function decideAnalysis(
+  analysis: Analysis,
+  catalog: Catalog,
+  sql: string,
+  session: GateSession,
+  cache: AnalysisCache,
+  decide: Decider,
+): GateResult {
   const early = analysisRefusal(analysis);
   if (early) return { ok: false, refusal: early };
 
