@@ -1,5 +1,5 @@
 // pgwarden in its own process, started as `pgwarden serve` does, answering { stats } requests over IPC.
-import { makeLogger } from '../src/logger.js';
+import { makeAuditLogger, makeLogger } from '../src/logger.js';
 import { loadConfig } from '../src/policy/config-load.js';
 import { startProxy } from '../src/proxy/server.js';
 
@@ -9,11 +9,15 @@ if (!file) {
   process.exit(2);
 }
 const logger = makeLogger();
-const proxy = await startProxy(loadConfig(file), logger);
+const audit = makeAuditLogger();
+const proxy = await startProxy(loadConfig(file), logger, { auditLogger: audit.logger });
 process.on('message', (m) => {
   if (m === 'stats') process.send?.({ stats: proxy.stats(), sessions: proxy.sessionCount() });
 });
 process.on('SIGTERM', () => {
-  void proxy.close(500).then(() => process.exit(0));
+  void proxy.close(500).then(() => {
+    audit.close();
+    process.exit(0);
+  });
 });
 process.send?.('ready');
