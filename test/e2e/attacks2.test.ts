@@ -303,3 +303,100 @@ describe('leaks', () => {
     });
   });
 });
+
+describe('blocked', () => {
+  const refusedForAlice: string[] = [
+    'select * from (select email from users) s order by 1',
+    'select distinct on (id) id, email from users order by id, email',
+    'select (u.email, u.id) = (u.email, u.id) from users u',
+    'select row(email) is distinct from row(null) from users',
+    "select jsonb_path_query(to_jsonb(u), '$.email') from users u",
+    'select to_tsvector(email) from users',
+    'select pg_column_size(email) from users',
+    'select octet_length(email) from users',
+    'select email::char(3) from users',
+    "select format('%s', email) from users",
+    "select concat_ws(',', email) from users",
+    'select md5(email) from users',
+    'select hashtext(email) from users',
+    'select * from (select id, email as name from users) a natural join (select id, name from users) b',
+    'select * from (select id, email as name from users) a join (select id, name from users) b using (id, name)',
+    'with recursive r(e) as (select email from users union select e from r) select * from r limit 2',
+    "select email from users intersect all select 'x'",
+    'select array[email] from users',
+    'select (select email from users limit 1)',
+    'select upper(z) from users u(a, b, z)',
+    'select upper(j.c) from (users u join orgs o on o.id = u.org_id) as j(a, b, c)',
+    'select upper(e) from (table users) t(a, b, e)',
+    'select (select upper(email)) from users',
+    "select * from users where false and email = 'x'",
+    "select set_config('pgwarden.roles', 'dba', false)",
+    "select * from (select set_config('pgwarden.roles', 'x', false)) s",
+    "values (set_config('pgwarden.roles', 'x', false))",
+  ];
+  for (const sql of refusedForAlice) {
+    test(`alice: ${sql}`, async () => {
+      expect((await outcome(alice, sql)).code).toBe('42501');
+    });
+  }
+
+  test('alice: EXECUTE parameters cannot change pgwarden.roles or search_path', async () => {
+    const c = await proxy.client('alice');
+    try {
+      await c.query('prepare p(text) as select $1');
+      expect((await outcome(c, "execute p(set_config('pgwarden.roles', 'dba', false))")).code).toBe('42501');
+      expect((await outcome(c, "execute p(set_config('search_path', 'x', false))")).code).toBe('0A000');
+      expect((await c.query('show pgwarden.roles')).rows).toEqual([{ 'pgwarden.roles': 'analyst' }]);
+    } finally {
+      await c.end();
+    }
+  });
+
+  test('alice: masked, not refused, where nothing hidden is tested', async () => {
+    for (const sql of [
+      'select distinct on (org_id) org_id, email from users order by org_id',
+      'select id, email from users limit (select count(*) from users)',
+      'select * from users u, lateral (select u.email) s',
+      "select * from (select email from users union all select 'x') s",
+      'select t.e from (table users) t(a, b, e)',
+    ]) {
+      const r = await outcome(alice, sql);
+      expect(r.code).toBe('ok');
+      const text = JSON.stringify(r.rows);
+      for (const e of EMAILS) expect(text).not.toContain(e);
+    }
+  });
+
+  const refusedForBob: string[] = [
+    'update users set email = ssn where id = 1',
+    'update users set name = email where id = 1',
+    'update users set email = email where id = 1',
+    "insert into users (id, name) values (1, 'x') on conflict (id) do update set name = users.email returning name",
+    'update users set org_id = org_id where id = 1 returning (select count(*) from users x where x.email = users.email)',
+    'insert into orders (id, user_id, note) select 1000 + id, id, name from users where email is not null',
+    "insert into orders (id, user_id, note) select 1000 + u.id, u.id, 'x' from users u join orgs o on o.secret = 'x'",
+    "update users set name = 'a' where id = 1 and org_id in (select id from orgs where secret is null)",
+    'merge into users u using (values (1)) s(id) on u.id = s.id when matched then update set email = u.ssn',
+  ];
+  for (const sql of refusedForBob) {
+    test(`bob: ${sql}`, async () => {
+      expect((await inRollback(bob, sql)).code).toBe('42501');
+    });
+  }
+
+  test('bob: RETURNING of a written hidden column is masked', async () => {
+    for (const sql of [
+      "insert into users (id, name) values (1, 'x') on conflict (id) do update set email = excluded.email returning email",
+      'update users set email = default where id = 1 returning email',
+      'update users u set name = v.name from users v where v.id = u.id and u.id = 1 returning v.email',
+      "with w as (update users set email = 'x@y' where id = 1 returning email) select * from w",
+    ]) {
+      const r = await inRollback(bob, sql);
+      expect(r).toEqual({ code: 'ok', rows: [{ email: '*****' }] });
+    }
+  });
+
+  test('alice: a schema-qualified user operator is refused (0A000)', async () => {
+    expect((await outcome(alice, 'select 1 operator(public.+) 1')).code).toBe('0A000');
+  });
+});
