@@ -91,7 +91,11 @@ program
     const { DEMO_APP_PASSWORD, DEMO_DIR, ensureDemoDatabase } = await import('./embedded/demo.js');
     const dataDir = path.resolve(opts.data);
     fs.mkdirSync(path.dirname(dataDir), { recursive: true, mode: 0o755 });
-    const pg = await startEmbeddedPostgres({ dataDir, persistent: true });
+    // A stable upstream port (6433 when free) so that `pgwarden mcp --config examples/demo/…`
+    // can be pointed at the demo's PostgreSQL with PGWARDEN_UPSTREAM_PORT=6433.
+    const { freePort, portIsFree } = await import('./embedded/postgres.js');
+    const pgPort = (await portIsFree(6433)) ? 6433 : await freePort();
+    const pg = await startEmbeddedPostgres({ dataDir, persistent: true, port: pgPort });
     const created = await ensureDemoDatabase(pg);
     logger.info(
       { event: 'embedded-postgres', port: pg.port, dataDir, created },

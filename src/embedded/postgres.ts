@@ -47,6 +47,15 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Whether `port` on 127.0.0.1 can be bound now. */
+export async function portIsFree(port: number): Promise<boolean> {
+  return await new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
 const SUPERUSER = 'postgres';
 const SUPERUSER_PASSWORD = 'postgres-embedded';
 
