@@ -108,7 +108,9 @@ export function analyzeRowStatement(
     return { ...analysis, refusal: r.location === undefined ? r : { ...r, location: toChar(r.location) } };
   }
   if (needsSetConfig) {
-    const sc = analyzeSetConfigCalls(nodeType, node, toChar);
+    const readsPgSettings =
+      result.catalogRelations.length === 1 && result.catalogRelations[0] === 'pg_catalog.pg_settings';
+    const sc = analyzeSetConfigCalls(nodeType, node, toChar, readsPgSettings);
     for (const r of sc.requirements) pushUnique(requirements, r);
     analysis = { ...analysis, sessionEffects: sc.effects };
     if (sc.refusal) analysis = { ...analysis, refusal: sc.refusal };

@@ -16,6 +16,9 @@ import type { AnalysisRefusal } from './analysis-types.js';
  * - defaults dump scripts set before DDL (the DDL itself needs MANAGE): check_function_bodies,
  *   default_tablespace, default_table_access_method, default_toast_compression, row_security
  *   (off only makes queries on RLS tables fail);
+ * - restrict_nonsystem_relation_kind (pg_dump 15.8+ sets it to `view, foreign-table`): it only
+ *   narrows what the session may read (views, foreign tables) by making such statements fail;
+ *   it reveals nothing and widens nothing, and pgwarden's own catalog reads use their own connection;
  * - search_path, tracked by the analysis (SessionEffect `set-search-path`).
  * Everything else (role, session_authorization, work_mem, custom `x.y` settings, …) needs MANAGE.
  * client_encoding and standard_conforming_strings are handled by {@link checkTextSetting}.
@@ -51,6 +54,7 @@ export const HARMLESS_SETTINGS: ReadonlySet<string> = new Set([
   'default_table_access_method',
   'default_toast_compression',
   'row_security',
+  'restrict_nonsystem_relation_kind',
   'search_path',
 ]);
 

@@ -2,6 +2,7 @@
 
 import type { AnalysisRefusal, Requirement, SessionEffect } from './analysis-types.js';
 import { constText, stringList, walkNodes } from './node-values.js';
+import { pgSettingsName } from './pg-settings-name.js';
 import { parseSearchPathText } from './search-path-text.js';
 import {
   checkTextSetting,
@@ -69,13 +70,17 @@ function unconditionalCalls(nodeType: string, node: unknown): Set<unknown> {
  * - client_encoding / standard_conforming_strings: a constant keeping UTF8 / on, else refused 0A000;
  * - a listed harmless setting: nothing (its value argument's column uses are `compute` uses);
  * - any other setting (`set_config('x.y', ssn, false)` carries a value out): MANAGE
- *   (`set_config x.y`); a setting name that is not a constant: refused 0A000.
+ *   (`set_config x.y`); a setting name that is not a constant: refused 0A000, except pg_dump 15's
+ *   `SELECT set_config(name, …) FROM pg_settings WHERE name = '<constant>'`, read as
+ *   `set_config('<constant>', …)` (pg-settings-name.ts; `readsPgSettings`: the query analysis
+ *   resolved the statement's only relation to pg_catalog.pg_settings).
  * A NULL name, value or is_local argument makes the strict function return NULL without effect.
  */
 export function analyzeSetConfigCalls(
   nodeType: string,
   node: unknown,
   toChar: (byte: number) => number,
+  readsPgSettings = false,
 ): SetConfigOutcome {
   const effects: SessionEffect[] = [];
   const requirements: Requirement[] = [];
@@ -95,7 +100,8 @@ export function analyzeSetConfigCalls(
     const args = (call.args as unknown[] | undefined) ?? [];
     if (args.length !== 3) continue; // not the built-in (the query analysis resolves or refuses it)
     const [nameArg, valueArg, localArg] = args;
-    const name = constText(nameArg);
+    const written = constText(nameArg);
+    const name = written === undefined ? pgSettingsName(nodeType, node, call, readsPgSettings) : written;
     if (name === null) continue;
     if (name === undefined) {
       refuse('0A000', 'set_config with a setting name that is not a constant cannot be analyzed', loc);
