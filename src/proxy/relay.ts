@@ -756,11 +756,15 @@ export class Relay {
   }
 
   private readyForQuery(f: Frame): Buffer {
-    // Everything owed before this ReadyForQuery has been answered or skipped.
+    // Everything owed before this ReadyForQuery has been answered or skipped; what a skipped
+    // message would have created or closed never happened upstream, so it is put back.
+    const undos: (() => void)[] = [];
     while (this.expects.length > 0) {
       const e = this.expects.shift() as Expect;
       if (e.t === 'sync' || e.t === 'query' || (e.t === 'probe' && e.untilReady)) break;
+      if ('undo' in e) undos.push(e.undo);
     }
+    for (const undo of undos.reverse()) undo();
     this.discarding = false;
     this.status = decodeReadyForQuery(f.payload);
     // Portals end with their transaction (holdable SQL cursors are tracked as cursors, not here).
@@ -791,6 +795,10 @@ export class Relay {
         if ('undo' in e) undos.push(e.undo);
       }
       for (const undo of undos.reverse()) undo();
+      // Postgres now ignores every message until Sync. Messages the client sends from here on
+      // (it may have seen the error after a Flush) are dropped here too, unless its Sync has
+      // already gone up: only then does the upstream process what follows.
+      if (!this.expects.some((e) => e.t === 'sync')) this.skipping = true;
     }
     if (this.discarding) return null;
     const redact = plan?.redact || (head?.t === 'query' && head.plans.some((p) => p.redact));
