@@ -29,7 +29,29 @@ const SPELLINGS: Record<string, string> = {
   jsonb: 'jsonb',
   name: 'name',
   oid: 'oid',
+  float: 'double precision',
+  decimal: 'numeric',
+  char: 'character',
+  character: 'character',
+  time: 'time without time zone',
+  timetz: 'time with time zone',
+  varbit: 'bit varying',
+  interval: 'interval',
 };
+
+/**
+ * format_type's spelling of a type name as written (`int4`, `pg_catalog.regproc`, `text[]`), or
+ * null when it may not name the built-in type (a schema other than pg_catalog). A name without a
+ * listed spelling is its own (regproc, regtype, xid, inet, …: format_type prints them as is).
+ */
+function writtenType(tn: Record<string, unknown>): string | null {
+  const tnames = names(tn.names);
+  if (tnames.length > 2 || (tnames.length === 2 && tnames[0] !== 'pg_catalog')) return null;
+  const last = tnames[tnames.length - 1];
+  if (!last) return null;
+  const base = SPELLINGS[last] ?? last;
+  return `${base}${'[]'.repeat(list(tn.arrayBounds).length)}`;
+}
 
 /**
  * The RowDescription origin of `col::type` when the cast changes nothing (same type, no type
@@ -41,9 +63,8 @@ export function noOpCastOrigin(env: Env, val: unknown): ColumnOrigin | null {
   const [k, b] = unwrap(val);
   if (k !== 'TypeCast') return null;
   const tn = obj(b.typeName);
-  if (!tn || list(tn.typmods).length > 0 || list(tn.arrayBounds).length > 0) return null;
-  const tnames = names(tn.names);
-  const target = SPELLINGS[tnames[tnames.length - 1] ?? ''];
+  if (!tn || list(tn.typmods).length > 0) return null;
+  const target = writtenType(tn);
   const arg = obj(b.arg);
   if (!target || !arg || !('ColumnRef' in arg)) return null;
   const ref = obj(arg.ColumnRef) as Obj;
@@ -52,6 +73,8 @@ export function noOpCastOrigin(env: Env, val: unknown): ColumnOrigin | null {
   const src = r.column.lineage.sources[0];
   const rel = src ? env.state.catalog.relations.get(`${src.schema}.${src.table}`) : undefined;
   const col = rel?.columns.find((c) => c.name === src?.column);
-  if (!col || col.typeName.replace(/\(.*\)$/, '') !== target) return null;
+  // A column with a type modifier (numeric(12,2), varchar(10)) cast to its bare type gets a
+  // RelabelType exposing the new typmod (coerce_type_typmod): no origin then.
+  if (!col || col.typeName !== target) return null;
   return r.column.lineage.origin;
 }
