@@ -38,7 +38,7 @@ const PROKINDS: Readonly<Record<string, CatalogFunction['kind']>> = {
 /** The reads themselves, without the transaction around them: one result set each, SET LOCAL included. */
 export const CATALOG_READS = `
 SELECT current_setting('server_version_num')::int AS version, current_schemas(false)::text[] AS path,
-       coalesce(nullif(pg_my_temp_schema(), 0)::regnamespace::text, '') AS temp;
+       coalesce(nullif(pg_my_temp_schema(), 0)::regnamespace::text, '') AS temp, current_user::text AS login;
 SET LOCAL search_path = pg_catalog;
 SELECT nspname FROM pg_namespace;
 SELECT c.oid, n.nspname, c.relname, c.relkind::text AS relkind,
@@ -94,6 +94,7 @@ interface HeadRow {
   version: number;
   path: string[];
   temp: string;
+  login: string;
 }
 interface NamespaceRow {
   nspname: string;
@@ -265,6 +266,7 @@ export function buildCatalog(
   return Object.freeze({
     version,
     tempSchema: head.temp,
+    sessionUser: head.login,
     serverVersionNum: head.version,
     defaultSearchPath: Object.freeze([...head.path]),
     namespaces,

@@ -62,6 +62,8 @@ export interface Catalog {
   readonly serverVersionNum: number;
   /** The upstream login's default search_path, already resolved (`"$user"` expanded, missing schemas dropped). */
   readonly defaultSearchPath: readonly string[];
+  /** The upstream login (`current_user`): what `"$user"` in a search_path names. */
+  readonly sessionUser?: string;
   readonly namespaces: ReadonlySet<string>;
   readonly relations: ReadonlyMap<string, CatalogRelation>;
   readonly functions: ReadonlyMap<string, readonly CatalogFunction[]>;

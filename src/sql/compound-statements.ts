@@ -45,8 +45,9 @@ function manageWithQuery(ctx: StatementContext, reason: string, inner: Statement
 /**
  * EXPLAIN [ANALYZE] <statement>: decided as the statement it explains (its kind, requirements,
  * functions and catalog relations; EXPLAIN ANALYZE runs it). No result columns (it returns plan
- * text), and the inner `output` uses are dropped: no value reaches the plan text, while every
- * other use stays (a row estimate for `WHERE ssn = '…'` answers from the column's statistics).
+ * text), and the inner `output` uses become `compute` uses: the plan shows each output's average
+ * width (pg_statistic), and EXPLAIN ANALYZE its sort and hash memory, both of which follow the
+ * values; every other use stays (a row estimate for `WHERE ssn = '…'` answers from statistics).
  * Refused 0A000: EXPLAIN EXECUTE (and any session-control statement), and an explained statement
  * that changes search_path.
  */
@@ -79,9 +80,9 @@ export function explainStatement(n: Fields, ctx: StatementContext): StatementAna
     return !['off', 'false', '0', 'no'].includes(String(v?.sval ?? 'on').toLowerCase());
   });
   // Legacy syntax `EXPLAIN ANALYZE stmt` sets the same DefElem.
-  const uses = analyzed
-    ? outputsToCompute(inner.uses, 'EXPLAIN ANALYZE output')
-    : inner.uses.filter((u) => u.use !== 'output');
+  // Plain EXPLAIN prints each output's average width, pg_statistic's avg_width of the column
+  // (attack corpus 2): the outputs are read there too.
+  const uses = outputsToCompute(inner.uses, analyzed ? 'EXPLAIN ANALYZE output' : 'EXPLAIN output');
   return {
     ...emptyAnalysis(ctx, inner.kind),
     requirements: inner.requirements,

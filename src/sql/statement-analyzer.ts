@@ -131,7 +131,7 @@ export function analyzeParsed(
   for (const st of parsed.statements) {
     const makeCtx = (nodeType: string): StatementContext => ({
       catalog,
-      searchPath: state.current,
+      searchPath: expandUser(state.current, catalog.sessionUser),
       resetSearchPath: reset,
       parsed,
       analyzeQuery,
@@ -168,4 +168,14 @@ function dispatch(nodeType: string, node: unknown, ctx: StatementContext): State
       refusalAt(ctx, '0A000', `pgwarden could not analyze this ${nodeType}: ${msg}`),
     );
   }
+}
+
+/**
+ * `"$user"` in a search_path names the schema of the current user's name (Postgres's
+ * recomputeNamespacePath); it is replaced by the catalog's login so names resolve as upstream.
+ * Without a known login it stays, and matches no schema.
+ */
+function expandUser(path: readonly string[] | null, user: string | undefined): readonly string[] | null {
+  if (!path || user === undefined || !path.includes('$user')) return path;
+  return path.map((s) => (s === '$user' ? user : s));
 }

@@ -56,10 +56,14 @@ export function resolveFunction(
   if (nameParts.length >= 2) {
     candidates = functions.get(`${nameParts[nameParts.length - 2]}.${name}`);
   } else {
-    for (const s of effectivePath(path)) {
-      candidates = functions.get(`${s}.${name}`);
-      if (candidates && candidates.length > 0) break;
-    }
+    // Postgres weighs every candidate on the whole path by argument types, not the first schema
+    // holding the name: a user function `length(integer)` later on the path wins over
+    // pg_catalog.length(text) for an integer argument. Types are not matched here, so when a
+    // function of this name exists outside pg_catalog anywhere on the path, that one is taken
+    // (it needs MANAGE): fail closed rather than guess which overload Postgres calls.
+    const all = effectivePath(path).flatMap((s) => functions.get(`${s}.${name}`) ?? []);
+    const userDefined = all.filter((f) => f.schema !== 'pg_catalog');
+    candidates = userDefined.length > 0 ? userDefined : all;
   }
   if (!candidates || candidates.length === 0) {
     throw new QueryRefusal('42883', `function ${nameParts.join('.')} does not exist`, location);
