@@ -48,7 +48,9 @@ export type TestClause =
   | 'WITHIN GROUP'
   | 'CASE'
   | 'LIMIT'
-  | 'RETURNING';
+  | 'RETURNING'
+  | 'SEARCH'
+  | 'CYCLE';
 
 /**
  * One use of a base-table column, or of a whole table row (DESIGN.md "Column uses").

@@ -1,8 +1,17 @@
 // WITH: CTEs in order (each sees the earlier ones), data-modifying CTEs, and WITH RECURSIVE by fixpoint.
 
 import { analyzeDml } from './dml.js';
-import { unsupported } from './errors.js';
-import { mergeLineages, NO_ORIGIN, passUp, sameLineage } from './lineage.js';
+import { QueryRefusal, unsupported } from './errors.js';
+import { walkExpr } from './expression.js';
+import {
+  computedFrom,
+  consume,
+  type Lineage,
+  mergeLineages,
+  NO_ORIGIN,
+  passUp,
+  sameLineage,
+} from './lineage.js';
 import { list, loc, names, type Obj, obj, str, unwrap } from './node-kinds.js';
 import type { CteDef, ItemColumn, Scope } from './scope.js';
 import { analyzeSelect } from './select.js';
@@ -55,27 +64,86 @@ function recursiveCte(
   unsupported(`recursive CTE ${name}: no fixpoint`, -1);
 }
 
+/** The CTE column `n` names (42601 when none, as Postgres: "… column not in WITH query column list"). */
+function cteColumn(def: CteDef, n: string, what: string, location: number): ItemColumn {
+  const c = def.columns.find((x) => x.name === n);
+  if (!c) throw new QueryRefusal('42601', `${what} column "${n}" not in WITH query column list`, location);
+  return c;
+}
+
+/** Adds a column named `n` to the CTE (a name already used makes references to it ambiguous, as in Postgres). */
+function addColumn(def: CteDef, n: string, lineage: Lineage): void {
+  def.columns.push({ name: n, lineage });
+}
+
+/**
+ * SEARCH { DEPTH | BREADTH } FIRST BY cols SET seq, CYCLE cols SET mark [TO v DEFAULT d] USING path
+ * on a recursive CTE (Postgres 15 rewriteSearchAndCycle). The named columns are ordered (SEARCH)
+ * or compared (CYCLE): `test` uses in SEARCH / CYCLE. The added columns carry those values —
+ * the sequence column and the path column are arrays of rows of them, the mark column the
+ * outcome of comparing them — so each is computed from the named columns (deferred `compute`
+ * uses, origin 0). The mark value and default are compute uses. Throws 42601 for a column the
+ * CTE does not have.
+ */
+function addSearchCycleColumns(state: QueryState, scope: Scope, def: CteDef, cte: Obj): void {
+  const search = obj(cte.search_clause);
+  const cycle = obj(cte.cycle_clause);
+  const env = { state, scope };
+  if (search) {
+    const at = loc(search);
+    const cols = names(search.search_col_list).map((n) => cteColumn(def, n, 'search', at));
+    for (const c of cols) consume(state, c.lineage, { kind: 'test', clause: 'SEARCH' }, at);
+    const seq = computedFrom(
+      state,
+      cols.map((c) => c.lineage),
+      'SEARCH',
+      at,
+    );
+    addColumn(def, str(search.search_seq_column), seq);
+  }
+  if (cycle) {
+    const at = loc(cycle);
+    const cols = names(cycle.cycle_col_list).map((n) => cteColumn(def, n, 'cycle', at));
+    for (const c of cols) consume(state, c.lineage, { kind: 'test', clause: 'CYCLE' }, at);
+    walkExpr(env, cycle.cycle_mark_value, { kind: 'compute', context: 'CYCLE' });
+    walkExpr(env, cycle.cycle_mark_default, { kind: 'compute', context: 'CYCLE' });
+    const derived = computedFrom(
+      state,
+      cols.map((c) => c.lineage),
+      'CYCLE',
+      at,
+    );
+    addColumn(def, str(cycle.cycle_mark_column), derived);
+    addColumn(def, str(cycle.cycle_path_column), derived);
+  }
+}
+
 /**
  * Registers the CTEs of a WITH clause in `scope`, in order: each is analyzed once, where it is
  * declared, seeing only the CTEs before it (and, under RECURSIVE, itself). Its tests are recorded
  * then; its result columns carry their lineage to every reference (a CTE shadows a table of the
  * same name). A data-modifying CTE adds its write requirements and passes its RETURNING columns.
- * Throws 0A000 for SEARCH / CYCLE clauses.
+ * SEARCH / CYCLE add their columns (addSearchCycleColumns); on anything but a recursive UNION
+ * they are refused 0A000 (Postgres refuses them there too).
  */
 export function analyzeWith(state: QueryState, withClause: Obj, scope: Scope): void {
   const recursive = withClause.recursive === true;
   for (const c of list(withClause.ctes)) {
     const [k, cte] = unwrap(c);
     if (k !== 'CommonTableExpr') unsupported(`a ${k} in WITH`, loc(cte));
-    if (cte.search_clause || cte.cycle_clause) unsupported('a CTE with SEARCH or CYCLE', loc(cte));
+    const searchCycle = Boolean(cte.search_clause || cte.cycle_clause);
     const name = str(cte.ctename);
     const aliases = names(cte.aliascolnames);
     const cteScope: Scope = { parent: scope.parent, namespace: [], ctes: scope.ctes };
     const [qk, q] = unwrap(cte.ctequery, loc(cte));
     if (qk === 'SelectStmt' && recursive && str(q.op) === 'SETOP_UNION' && !q.withClause) {
       recursiveCte(state, scope, cteScope, name, aliases, q);
+      const def = scope.ctes.get(name);
+      if (def && searchCycle) addSearchCycleColumns(state, cteScope, def, cte);
       continue;
     }
+    if (searchCycle)
+      unsupported(`SEARCH or CYCLE on WITH query ${name}, which is not a recursive UNION`, loc(cte));
     let out: OutColumn[];
     if (qk === 'SelectStmt') out = analyzeSelect(state, q, cteScope);
     else out = analyzeDml(state, qk, q, cteScope).columns;
