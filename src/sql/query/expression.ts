@@ -1,5 +1,6 @@
 // The expression walker: one handler per expression node kind, every other node kind refused (0A000).
 import type { TestClause } from '../analysis-types.js';
+import { BUILTIN_OPERATOR_NAMES } from './builtin-operators.js';
 import { resolveFunction } from './catalog-names.js';
 import { type Resolved, resolveColumnRef } from './column-ref.js';
 import { QueryRefusal, unsupported } from './errors.js';
@@ -114,9 +115,14 @@ function columnRef(env: Env, body: Obj, mode: Mode): void {
 
 function aExpr(env: Env, body: Obj, mode: Mode): void {
   const op = names(body.name);
-  // An operator named with a schema other than pg_catalog may run user code the catalog cannot show.
-  if (op.length > 1 && op[0] !== 'pg_catalog') unsupported(`operator ${op.join('.')}`, loc(body));
+  const opName = op[op.length - 1] ?? '';
+  // An operator named with a schema other than pg_catalog, or whose name pg_catalog does not
+  // define, is user-defined: its function may run any code (DESIGN.md "Side channels": MANAGE).
+  if (op.length > 1 && op[0] !== 'pg_catalog') env.state.requireManage(`operator ${op.join('.')}`, loc(body));
   const kind = str(body.kind);
+  // BETWEEN's name is the keyword (it expands to >= and <=).
+  if (op.length === 1 && !kind.includes('BETWEEN') && !BUILTIN_OPERATOR_NAMES.has(opName))
+    env.state.requireManage(`operator ${opName}`, loc(body));
   const ctx = kind === 'AEXPR_NULLIF' ? 'nullif' : `operator ${op[op.length - 1] ?? kind}`;
   walkExpr(env, body.lexpr, nested(mode, ctx));
   walkExpr(env, body.rexpr, nested(mode, ctx));

@@ -106,6 +106,22 @@ export class QueryState {
     }
   }
 
+  /**
+   * Adds MANAGE on the database for `reason` (deduplicated on the reason), e.g. a user-defined
+   * operator. Not suppressed inside a view body: the code runs whoever reads the view.
+   */
+  requireManage(reason: string, location: number): void {
+    const key = `MANAGE ${reason}`;
+    if (!this.requirements.has(key)) {
+      this.requirements.set(key, {
+        action: 'MANAGE',
+        object: { level: 'database' },
+        reason,
+        ...(location >= 0 ? { location: this.at(location) } : {}),
+      });
+    }
+  }
+
   /** Adds a column-level requirement (deduplicated on action and object). */
   requireColumn(action: Action, ref: ColumnRef, reason: string, location: number): void {
     if (this.suppressRequirements) return;
