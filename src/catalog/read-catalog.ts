@@ -83,6 +83,19 @@ SELECT a.attrelid AS rel, a.attname, a.attnum, a.atttypid, format_type(a.atttypi
   LEFT JOIN uniq_by_rel u ON u.rel = a.attrelid
  WHERE a.attnum > 0 AND NOT a.attisdropped
  ORDER BY a.attrelid, a.attnum;
+SELECT i.indrelid AS rel, CASE WHEN i.indisexclusion THEN 'exclusion' ELSE 'unique' END AS kind,
+       ic.relname AS name,
+       ARRAY(SELECT DISTINCT a FROM (
+         SELECT k.attnum::int AS a FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
+          WHERE k.ord <= i.indnkeyatts AND k.attnum > 0
+         UNION ALL
+         SELECT m[1]::int FROM regexp_matches(concat(i.indexprs::text, ' ', i.indpred::text), ':varattno (\\d+)', 'g') AS m
+       ) x WHERE a >= 0) AS atts
+  FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+ WHERE i.indisunique OR i.indisexclusion
+UNION ALL
+SELECT c.conrelid, 'check', c.conname, c.conkey::int[]
+  FROM pg_constraint c WHERE c.contype = 'c' AND c.conrelid <> 0;
 SELECT p.oid, n.nspname, p.proname, p.proargtypes::text AS args, p.prorettype, p.proretset,
        p.provolatile::text AS provolatile, p.prokind::text AS prokind
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace;
@@ -117,6 +130,12 @@ interface ColumnRow {
   genfrom: string[] | null;
   uniq: boolean;
 }
+interface ConstraintRow {
+  rel: number;
+  kind: 'unique' | 'exclusion' | 'check';
+  name: string;
+  atts: number[] | null;
+}
 interface FunctionRow {
   oid: number;
   nspname: string;
@@ -129,7 +148,15 @@ interface FunctionRow {
 }
 
 /** Indexes of CATALOG_READS's result sets (SET LOCAL also produces one). */
-const RESULT = { head: 0, namespaces: 2, relations: 3, columns: 4, functions: 5, count: 6 } as const;
+const RESULT = {
+  head: 0,
+  namespaces: 2,
+  relations: 3,
+  columns: 4,
+  constraints: 5,
+  functions: 6,
+  count: 7,
+} as const;
 
 /** The rows of one result set of CATALOG_READS, values already parsed (pg's type parsers). */
 export interface ResultRows {
@@ -222,6 +249,13 @@ export function buildCatalog(
     );
   }
 
+  const constraintsByRel = new Map<number, ConstraintRow[]>();
+  for (const r of rows<ConstraintRow>(RESULT.constraints)) {
+    const list = constraintsByRel.get(r.rel) ?? [];
+    list.push(r);
+    constraintsByRel.set(r.rel, list);
+  }
+
   const relations = new Map<string, CatalogRelation>();
   for (const r of rows<RelationRow>(RESULT.relations)) {
     const kind = RELKINDS[r.relkind];
@@ -234,6 +268,18 @@ export function buildCatalog(
         name: r.relname,
         kind,
         columns: Object.freeze(columnsByRel.get(r.oid) ?? []),
+        constraints: Object.freeze(
+          (constraintsByRel.get(r.oid) ?? []).map((c) => {
+            const cols = columnsByRel.get(r.oid) ?? [];
+            // A whole-row reference (attnum 0) in an index expression reads every column.
+            const names = (c.atts ?? []).includes(0)
+              ? cols.map((x) => x.name)
+              : (c.atts ?? [])
+                  .map((a) => cols.find((x) => x.attnum === a)?.name)
+                  .filter((x): x is string => !!x);
+            return Object.freeze({ kind: c.kind, name: c.name, columns: Object.freeze(names) });
+          }),
+        ),
         viewDefinition: r.def,
       }),
     );

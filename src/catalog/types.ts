@@ -23,6 +23,18 @@ export interface CatalogColumn {
   readonly unique: boolean;
 }
 
+/**
+ * A constraint whose check reads several columns of a row: a unique or exclusion index (its key
+ * columns, and those its expressions or partial-index predicate read) or a CHECK constraint.
+ * A write to one of its columns can fail depending on the others' values (DESIGN.md "Writes as
+ * reads").
+ */
+export interface CatalogConstraint {
+  readonly kind: 'unique' | 'exclusion' | 'check';
+  readonly name: string;
+  readonly columns: readonly string[];
+}
+
 /** One relation (pg_class row of kind r, p, v, m, f or S). */
 export interface CatalogRelation {
   readonly oid: number;
@@ -33,6 +45,8 @@ export interface CatalogRelation {
   readonly columns: readonly CatalogColumn[];
   /** pg_get_viewdef for views and materialized views, else null. */
   readonly viewDefinition: string | null;
+  /** Unique, exclusion and CHECK constraints with the columns they read (absent: none known). */
+  readonly constraints?: readonly CatalogConstraint[];
 }
 
 /** One function or procedure (pg_proc row). */

@@ -256,6 +256,32 @@ function checkUses(
     });
   };
 
+  /**
+   * Writes as reads through constraints (DESIGN.md "Writes as reads", attack corpus 2): a write to
+   * any column of a unique or exclusion index that also reads a hidden column (a composite key, an
+   * expression, a partial-index predicate) succeeds or fails on the hidden values of other rows;
+   * an UPDATE of a column a CHECK constraint reads together with a hidden column succeeds or fails
+   * on the row's hidden value. Either answers a question about hidden values: refused.
+   */
+  const constraintOracle = (use: ColumnUse & { use: 'write-target' }, kind: string) => {
+    const rel = ctx.catalog.relations.get(catalogKey(use.schema, use.table));
+    for (const c of rel?.constraints ?? []) {
+      if (!c.columns.includes(use.column)) continue;
+      if (c.kind === 'check' && kind === 'INSERT') continue; // an INSERT's CHECK reads only the new row
+      const other = c.columns.find((x) => x !== use.column && hidden.column(use.schema, use.table, x).hidden);
+      if (!other) continue;
+      const vis = hidden.column(use.schema, use.table, other);
+      refuse(
+        use,
+        `column ${shortName(use.schema, use.table, use.column)} cannot be written: the ${c.kind === 'check' ? 'CHECK constraint' : `${c.kind} index`} ${c.name} also reads ${other}, which is hidden from you, so the write would tell something about its values`,
+        hiddenDetail(ctx, roles, use.schema, use.table, other, vis, hidden),
+        undefined,
+        vis,
+      );
+      return;
+    }
+  };
+
   for (const use of s.uses) {
     if (use.use === 'whole-row') {
       const cols = hidden.hiddenOf(use.schema, use.table);
@@ -273,6 +299,7 @@ function checkUses(
       continue;
     }
     const vis = see(use.schema, use.table, use.column);
+    if (use.use === 'write-target') constraintOracle(use, s.kind);
     if (!vis.hidden) continue;
     const col = shortName(use.schema, use.table, use.column);
     const detail = hiddenDetail(ctx, roles, use.schema, use.table, use.column, vis, hidden);
