@@ -1,6 +1,6 @@
 // Noninterference over every known statement (corpus, e2e tests, parse-coverage): hidden values never change an answer.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { Harness, report, summarize } from './harness.js';
+import { Harness, report, SEER, summarize } from './harness.js';
 import { knownLeakFor, loadKnownLeaks } from './known-leaks.js';
 import { knownStatements } from './sources.js';
 
@@ -13,6 +13,19 @@ afterAll(async () => {
 });
 
 describe('noninterference: known statements', () => {
+  test('sanity: a caller who sees the hidden columns gets different answers (the sides really differ)', async () => {
+    for (const sql of [
+      'select email from users',
+      "select count(*) from users where ssn like '9%'",
+      'select secret from orgs order by id',
+      'select ssn_last4 from user_secrets',
+      'select code from badges',
+    ]) {
+      expect((await harness.single({ id: 'sanity', sql }, SEER)).kind, sql).toBe('leak');
+    }
+    expect((await harness.single({ id: 'sanity', sql: 'select name from users' }, SEER)).kind).toBe('same');
+  });
+
   test('every statement answers alike whatever the hidden values', { timeout: 300_000 }, async () => {
     const { stmts, perSource } = knownStatements();
     console.log(`noninterference corpus: ${stmts.length} distinct statements ${JSON.stringify(perSource)}`);

@@ -10,8 +10,10 @@ import { type Answer, AnswerSession, type Normalizer } from './client.js';
 import { createNoninterferenceDatabases, dbName, HIDDEN, type PgServer, type Side } from './databases.js';
 
 /** alice: analyst (SELECT, SEE but not on the hidden columns); bob: support (also INSERT, UPDATE). */
-export type User = 'alice' | 'bob';
+export type User = 'alice' | 'bob' | 'carol';
 export const USERS: readonly User[] = ['alice', 'bob'];
+/** carol sees everything: the harness's own sanity check (her answers must differ where hidden values show). */
+export const SEER: User = 'carol';
 
 /** How a statement is sent: one simple Query, or Parse/Bind/Describe/Execute/Sync asking text or binary results. */
 export type Mode = 'simple' | 'extended-text' | 'extended-binary';
@@ -80,12 +82,16 @@ export function noninterferenceConfig(prefix: string): Record<string, unknown> {
         },
       ]),
     ),
-    users: { alice: { password: 'alice' }, bob: { password: 'bob' } },
+    users: { alice: { password: 'alice' }, bob: { password: 'bob' }, carol: { password: 'carol' } },
     workspace_admins: [],
     default_role: null,
     roles: {
       analyst: { tenants: ['u/alice'], permissions: rules(['SELECT', 'SEE']) },
       support: { tenants: ['u/bob'], permissions: rules(['SELECT', 'INSERT', 'UPDATE', 'SEE']) },
+      seer: {
+        tenants: ['u/carol'],
+        permissions: [{ effect: 'allow', actions: ['SELECT', 'SEE'], database: '*' }],
+      },
     },
   };
 }
