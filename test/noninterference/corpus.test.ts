@@ -31,7 +31,7 @@ describe('noninterference: known statements', () => {
     console.log(`noninterference corpus: ${stmts.length} distinct statements ${JSON.stringify(perSource)}`);
     expect(stmts.length).toBeGreaterThan(500);
     const started = Date.now();
-    const { outcomes, skipped } = await harness.run(stmts, { workers: 3 });
+    const { outcomes, skipped } = await harness.run(stmts, { workers: 4 });
     console.log(
       `${report('noninterference corpus', outcomes, skipped)}\n(${((Date.now() - started) / 1000).toFixed(1)} s)`,
     );
