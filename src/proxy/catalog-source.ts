@@ -14,6 +14,8 @@ import type { Catalog } from '../catalog/types.js';
  */
 export class CatalogSource {
   private readonly cache: CatalogCache;
+  /** When each database's catalog was last read (ms since the epoch). */
+  private readonly loadedAt = new Map<string, number>();
 
   /** @param ttlMs how long a loaded catalog stays current, in milliseconds. */
   constructor(ttlMs: number) {
@@ -29,7 +31,9 @@ export class CatalogSource {
       const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
       await client.connect();
       try {
-        return await readCatalog(client, version);
+        const catalog = await readCatalog(client, version);
+        this.loadedAt.set(database, Date.now());
+        return catalog;
       } finally {
         await client.end().catch(() => {});
       }
@@ -44,5 +48,18 @@ export class CatalogSource {
   /** Makes the next `get` read the catalog again (with a higher version). */
   invalidate(database: string): void {
     this.cache.invalidate(database);
+  }
+
+  /**
+   * Makes the next `get` read the catalog again, unless it was read less than `minAgeMs` ago:
+   * a statement naming an unknown relation asks for a fresh catalog, and a stream of such
+   * statements must not become a stream of catalog reads against the upstream. Returns whether
+   * the catalog will be read again.
+   */
+  refresh(database: string, minAgeMs: number): boolean {
+    const at = this.loadedAt.get(database);
+    if (at !== undefined && Date.now() - at < minAgeMs) return false;
+    this.cache.invalidate(database);
+    return true;
   }
 }

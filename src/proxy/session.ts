@@ -50,6 +50,9 @@ import {
 } from './upstream.js';
 import type { VerifierCache } from './verifier-cache.js';
 
+/** The shortest time between two catalog reads forced by unknown names (ms). */
+const CATALOG_REFRESH_MIN_MS = 1000;
+
 /** Versions of in-band catalogs count down from -1, apart from the shared catalogs' positive ones. */
 let nextOwnCatalogVersion = -1;
 
@@ -119,6 +122,7 @@ export class ClientSession {
   private database = '';
   /** A catalog read on this session's own upstream connection (uncommitted DDL, temp tables), until the next DDL. */
   private ownCatalog: Catalog | undefined;
+  private ownCatalogAt = 0;
   private cancelKey: number | undefined;
   private principal: Principal | undefined;
 
@@ -358,15 +362,18 @@ export class ClientSession {
         paths: new SearchPathTracker(startPath),
         names: { prepared: new Map(), cursors: new Map() },
         catalog: async (refresh) => {
-          if (refresh) {
-            this.ctx.catalogs.invalidate(database);
+          // At most one refresh a second per database: unknown names must not drive catalog reads.
+          if (refresh && this.ctx.catalogs.refresh(database, CATALOG_REFRESH_MIN_MS))
             this.ownCatalog = undefined;
-          }
           return this.ownCatalog ?? this.ctx.catalogs.get(database, db.url);
         },
         catalogNow: () => this.ownCatalog ?? this.ctx.catalogs.peek(database),
         inBandCatalog: async () => {
+          // Read again only when the last in-band read is older than a second or DDL came since.
+          if (this.ownCatalog && Date.now() - this.ownCatalogAt < CATALOG_REFRESH_MIN_MS)
+            return this.ownCatalog;
           const own = await this.relay?.readInBandCatalog(nextOwnCatalogVersion--);
+          this.ownCatalogAt = Date.now();
           this.log.debug(
             {
               event: 'in-band-catalog',

@@ -58,7 +58,13 @@ describe('pg_dump 15', () => {
       ]);
       expect(via.stderr).toBe('');
       expect(via.code).toBe(0);
-      expect(via.stdout).toBe(direct.stdout);
+      // pg_dump 15.14+ brackets a dump with \restrict / \unrestrict <random key> (CVE-2025-8714):
+      // the key differs on every run, so those two lines are compared by shape only.
+      const key = /^\\(un)?restrict [A-Za-z0-9]+$/gm;
+      expect(via.stdout.match(key)?.length).toBe(direct.stdout.match(key)?.length);
+      expect(via.stdout.replace(key, '\\$1restrict KEY')).toBe(
+        direct.stdout.replace(key, '\\$1restrict KEY'),
+      );
       expect(via.stdout).toContain('PostgreSQL database dump complete');
     });
   }
