@@ -1,6 +1,13 @@
 // Reads one upstream database's Catalog (namespaces, relations, columns, views, functions, search_path) in one round trip.
 import type pg from 'pg';
-import type { Catalog, CatalogColumn, CatalogFunction, CatalogRelation, RelationKind } from './types.js';
+import type {
+  Catalog,
+  CatalogColumn,
+  CatalogFunction,
+  CatalogRelation,
+  CatalogUserType,
+  RelationKind,
+} from './types.js';
 import { catalogKey } from './types.js';
 
 /** pg_class.relkind → RelationKind, for the kinds the Catalog holds (PostgreSQL 15 docs, 53.11 pg_class). */
@@ -96,6 +103,15 @@ SELECT i.indrelid AS rel, CASE WHEN i.indisexclusion THEN 'exclusion' ELSE 'uniq
 UNION ALL
 SELECT c.conrelid, 'check', c.conname, c.conkey::int[]
   FROM pg_constraint c WHERE c.contype = 'c' AND c.conrelid <> 0;
+SELECT t.oid, n.nspname, t.typname,
+       CASE WHEN t.typtype = 'd' OR e.typtype = 'd' THEN 'domain' ELSE 'user cast' END AS why
+  FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+  LEFT JOIN pg_type e ON e.oid = t.typelem AND t.typcategory = 'A'
+ WHERE n.nspname <> 'pg_catalog'
+   AND (t.typtype = 'd' OR e.typtype = 'd'
+        OR EXISTS (SELECT 1 FROM pg_cast c JOIN pg_proc p ON p.oid = c.castfunc
+                    JOIN pg_namespace pn ON pn.oid = p.pronamespace
+                   WHERE c.casttarget IN (t.oid, e.oid) AND pn.nspname <> 'pg_catalog'));
 SELECT p.oid, n.nspname, p.proname, p.proargtypes::text AS args, p.prorettype, p.proretset,
        p.provolatile::text AS provolatile, p.prokind::text AS prokind
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace;
@@ -136,6 +152,12 @@ interface ConstraintRow {
   name: string;
   atts: number[] | null;
 }
+interface UserTypeRow {
+  oid: number;
+  nspname: string;
+  typname: string;
+  why: 'domain' | 'user cast';
+}
 interface FunctionRow {
   oid: number;
   nspname: string;
@@ -154,8 +176,9 @@ const RESULT = {
   relations: 3,
   columns: 4,
   constraints: 5,
-  functions: 6,
-  count: 7,
+  userTypes: 6,
+  functions: 7,
+  count: 8,
 } as const;
 
 /** The rows of one result set of CATALOG_READS, values already parsed (pg's type parsers). */
@@ -285,6 +308,14 @@ export function buildCatalog(
     );
   }
 
+  const userCodeTypes = new Map<string, CatalogUserType>();
+  for (const r of rows<UserTypeRow>(RESULT.userTypes)) {
+    userCodeTypes.set(
+      catalogKey(r.nspname, r.typname),
+      Object.freeze({ oid: r.oid, schema: r.nspname, name: r.typname, why: r.why }),
+    );
+  }
+
   const functions = new Map<string, CatalogFunction[]>();
   for (const r of rows<FunctionRow>(RESULT.functions)) {
     const key = catalogKey(r.nspname, r.proname);
@@ -318,5 +349,6 @@ export function buildCatalog(
     namespaces,
     relations,
     functions,
+    userCodeTypes,
   });
 }

@@ -35,6 +35,18 @@ export interface CatalogConstraint {
   readonly columns: readonly string[];
 }
 
+/**
+ * A type outside pg_catalog whose input runs user code: a domain (its CHECK constraints may call
+ * any function), an array of one, or a type a user-defined cast function converts to. A cast to
+ * it is a function call in disguise (DESIGN.md "Side channels": casts to domains need MANAGE).
+ */
+export interface CatalogUserType {
+  readonly oid: number;
+  readonly schema: string;
+  readonly name: string;
+  readonly why: 'domain' | 'user cast';
+}
+
 /** One relation (pg_class row of kind r, p, v, m, f or S). */
 export interface CatalogRelation {
   readonly oid: number;
@@ -81,6 +93,8 @@ export interface Catalog {
   readonly namespaces: ReadonlySet<string>;
   readonly relations: ReadonlyMap<string, CatalogRelation>;
   readonly functions: ReadonlyMap<string, readonly CatalogFunction[]>;
+  /** Types whose input runs user code, by `schema.name` (absent: none known). */
+  readonly userCodeTypes?: ReadonlyMap<string, CatalogUserType>;
 }
 
 /** The key of `Catalog.relations` and `Catalog.functions` for an exact schema and name. */
