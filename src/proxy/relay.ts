@@ -626,45 +626,53 @@ export class Relay {
    * psycopg DECLAREs a cursor, then Describes its portal). A refusal when neither, or when the
    * cursor's statement is refused now.
    */
-  private async portalFor(name: string): Promise<PortalEntry | Refusal> {
+  private portalFor(name: string): PortalEntry | Refusal | Promise<PortalEntry | Refusal> {
     if (this.o.gateSession.names.cursors.has(name)) {
-      const plan = await cursorPlan(name, this.o.gateSession, this.o.decide);
-      return 'sqlstate' in plan ? plan : { plan, sql: '' };
+      return cursorPlan(name, this.o.gateSession, this.o.decide).then((plan) =>
+        'sqlstate' in plan ? plan : { plan, sql: '' },
+      );
     }
     return this.portals.get(name) ?? { sqlstate: '34000', message: `portal "${name}" does not exist` };
   }
 
-  private async describe(f: Frame): Promise<void> {
+  /** Runs `then` on the portal now, or once its cursor plan is decided (the rare, waiting case). */
+  private withPortal(name: string, then: (p: PortalEntry) => void): Promise<void> | undefined {
+    const found = this.portalFor(name);
+    const go = (p: PortalEntry | Refusal) => {
+      if ('sqlstate' in p) this.refuseExtended(p);
+      else then(p);
+    };
+    if (found instanceof Promise) return found.then(go);
+    go(found);
+    return undefined;
+  }
+
+  private describe(f: Frame): Promise<void> | undefined {
     const d = decodeDescribe(f.payload);
     this.startBatch();
     if (d.target === 'S') {
       const found = this.statementPlan(d.name);
       if (!found) {
         this.refuseExtended({ sqlstate: '26000', message: `prepared statement "${d.name}" does not exist` });
-        return;
+        return undefined;
       }
       this.expects.push({ t: 'describe', plan: found.plan });
-    } else {
-      const portal = await this.portalFor(d.name);
-      if ('sqlstate' in portal) {
-        this.refuseExtended(portal);
-        return;
-      }
-      this.expects.push({ t: 'describe', plan: portal.plan });
+      this.send(f.bytes);
+      return undefined;
     }
-    this.send(f.bytes);
+    return this.withPortal(d.name, (portal) => {
+      this.expects.push({ t: 'describe', plan: portal.plan });
+      this.send(f.bytes);
+    });
   }
 
-  private async execute(f: Frame): Promise<void> {
+  private execute(f: Frame): Promise<void> | undefined {
     const e = decodeExecute(f.payload);
     this.startBatch();
-    const portal = await this.portalFor(e.portal);
-    if ('sqlstate' in portal) {
-      this.refuseExtended(portal);
-      return;
-    }
-    this.expects.push({ t: 'execute', plan: portal.plan, sql: portal.sql, started: performance.now() });
-    this.send(f.bytes);
+    return this.withPortal(e.portal, (portal) => {
+      this.expects.push({ t: 'execute', plan: portal.plan, sql: portal.sql, started: performance.now() });
+      this.send(f.bytes);
+    });
   }
 
   private close(f: Frame): void {
