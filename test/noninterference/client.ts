@@ -70,6 +70,9 @@ export class AnswerSession {
    * Sends the messages of every part back to back (one write), then reads one Answer per part:
    * a simple Query, or Parse/Bind (text or binary results)/Describe portal/Execute/Sync.
    */
+  /** The SQL of the part being collected (EXPLAIN's plan text is not compared). */
+  private currentSql = '';
+
   async pipeline(parts: readonly { sql: string; extended?: 0 | 1 }[]): Promise<Answer[]> {
     this.raw.write(
       Buffer.concat(
@@ -82,6 +85,7 @@ export class AnswerSession {
     );
     const out: Answer[] = [];
     for (let i = 0; i < parts.length; i++) {
+      this.currentSql = parts[i]?.sql ?? '';
       const a = await this.collect();
       out.push(a);
       if (a.closed) break;
@@ -93,13 +97,24 @@ export class AnswerSession {
     const lines: string[] = [];
     let masked = false;
     let error: ErrorFields | undefined;
-    let rows = 0;
     let formats: number[] = [];
-    const hash = crypto.createHash('sha256');
+    // Rows are compared as a multiset: without an ORDER BY that makes it total, Postgres's row
+    // order follows the plan, and the plan follows table sizes (relpages), which hidden values'
+    // lengths change — a coarse channel pg_relation_size() shows anyway, listed in the README.
+    // EXPLAIN's plan text is left out for the same reason (plan shape, not values).
+    let rowLines: string[] = [];
+    const explain = /^\s*explain\b/i.test(this.currentSql);
     const flushRows = () => {
-      if (rows > ROWS_KEPT)
-        lines.push(`D… ${rows - ROWS_KEPT} more rows, all rows sha256 ${hash.digest('hex')}`);
-      rows = 0;
+      rowLines.sort();
+      const kept = rowLines.slice(0, ROWS_KEPT);
+      if (explain) lines.push(`D (plan, ${rowLines.length > 0 ? 'some' : 'no'} rows)`);
+      else lines.push(...kept);
+      if (!explain && rowLines.length > ROWS_KEPT) {
+        const hash = crypto.createHash('sha256');
+        for (const l of rowLines) hash.update(`${l}\n`);
+        lines.push(`D… ${rowLines.length - ROWS_KEPT} more rows, all rows sha256 ${hash.digest('hex')}`);
+      }
+      rowLines = [];
     };
     for (;;) {
       let f: Awaited<ReturnType<RawClient['next']>>;
@@ -124,11 +139,7 @@ export class AnswerSession {
             c === null ? null : formats[i] === 1 ? `\\x${c.toString('hex')}` : c.toString('utf8'),
           );
           if (cells.includes('*****')) masked = true;
-          const line = `D ${this.norm(JSON.stringify(cells))}`;
-          hash.update(line);
-          hash.update('\n');
-          rows++;
-          if (rows <= ROWS_KEPT) lines.push(line);
+          rowLines.push(`D ${this.norm(JSON.stringify(cells))}`);
           break;
         }
         case BackendCode.CommandComplete:

@@ -32,9 +32,12 @@ export type Verdict = 'allowed' | 'masked' | 'refused' | 'error';
  * same: identical answers; leak: the answers differ, reproducibly, and side c (a's values, loaded
  * separately) answers like a; nondeterministic: two runs on a differ; environment: a and c differ
  * (the answer depends on the database itself: xmin, pids of other sessions, …); flaky: the
- * difference did not reproduce when run again alone (concurrency, lock waits).
+ * difference did not reproduce when run again alone (concurrency, lock waits); tie-order: a LIMIT,
+ * OFFSET or FETCH cut a result whose ORDER BY leaves ties, and which tied rows fall inside the cut
+ * follows the sort algorithm Postgres picks, which follows the bytes sorted — hidden columns'
+ * lengths among them (a coarse size channel, listed in the README; rows and counts still match).
  */
-export type Kind = 'same' | 'leak' | 'nondeterministic' | 'environment' | 'flaky';
+export type Kind = 'same' | 'leak' | 'nondeterministic' | 'environment' | 'flaky' | 'tie-order';
 
 export interface Outcome {
   readonly stmt: Stmt;
@@ -297,6 +300,7 @@ export class Harness {
       if (!same(a2.lines, a3.lines)) kind = 'nondeterministic';
       else if (same(a2.lines, b2.lines)) kind = 'flaky';
       else if (!same(a2.lines, c2.lines)) kind = 'environment';
+      else if (tieOrderOnly(stmt.sql, a2.lines, b2.lines)) kind = 'tie-order';
       else kind = 'leak';
       const diff =
         kind === 'nondeterministic'
@@ -354,6 +358,16 @@ function statelessDml(sql: string): boolean {
   }
 }
 
+/**
+ * True when a LIMIT/OFFSET/FETCH statement's answers differ only in which rows came back: the same
+ * row descriptions, command tags (row counts), errors and notices, in the same places.
+ */
+function tieOrderOnly(sql: string, a: readonly string[], b: readonly string[]): boolean {
+  if (!/\b(limit|offset|fetch)\b/i.test(sql) || !/\border\s+by\b/i.test(sql)) return false;
+  const shape = (lines: readonly string[]) => lines.map((l) => (l.startsWith('D') ? 'D' : l));
+  return same(shape(a), shape(b));
+}
+
 function same(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
@@ -376,6 +390,7 @@ export function summarize(outcomes: readonly Outcome[]): Record<Verdict | Kind, 
     nondeterministic: 0,
     environment: 0,
     flaky: 0,
+    'tie-order': 0,
   };
   for (const o of outcomes) {
     t[o.verdict]++;
@@ -388,9 +403,9 @@ export function summarize(outcomes: readonly Outcome[]): Record<Verdict | Kind, 
 export function report(title: string, outcomes: readonly Outcome[], skipped: readonly Skip[]): string {
   const t = summarize(outcomes);
   const lines = [
-    `${title}: ${outcomes.length} runs (statement × user); allowed ${t.allowed}, masked ${t.masked}, refused ${t.refused}, errored upstream ${t.error}; same ${t.same}, leaks ${t.leak}, nondeterministic ${t.nondeterministic}, environment ${t.environment}, flaky ${t.flaky}; skipped ${skipped.length}`,
+    `${title}: ${outcomes.length} runs (statement × user); allowed ${t.allowed}, masked ${t.masked}, refused ${t.refused}, errored upstream ${t.error}; same ${t.same}, leaks ${t.leak}, nondeterministic ${t.nondeterministic}, environment ${t.environment}, flaky ${t.flaky}, tie-order ${t['tie-order']}; skipped ${skipped.length}`,
   ];
-  for (const k of ['nondeterministic', 'environment', 'flaky', 'leak'] as const) {
+  for (const k of ['nondeterministic', 'environment', 'flaky', 'tie-order', 'leak'] as const) {
     for (const o of outcomes.filter((x) => x.kind === k)) {
       lines.push(`  [${k}] ${o.user} ${o.stmt.id}${o.stmt.mode ? ` (${o.stmt.mode})` : ''}: ${o.stmt.sql}`);
       if (o.diff) lines.push(`    ${o.diff.replace(/\n/g, '\n    ')}`);
