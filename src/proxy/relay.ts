@@ -460,21 +460,26 @@ export class Relay {
    */
   private withGate(
     sql: string,
-    then: (r: GateResult) => void,
-    onFailure: (r: Refusal) => void,
+    allowed: (r: GateResult & { ok: true }) => void,
+    refuse: (r: Refusal) => void,
   ): Promise<void> | undefined {
+    const then = (r: GateResult) => {
+      if (r.ok) return allowed(r);
+      this.auditRefusal(sql, r.refusal, r.statement?.kind);
+      refuse(r.refusal);
+    };
     let r: GateResult | Promise<GateResult>;
     try {
       r = gate(sql, this.o.gateSession, this.o.cache, this.o.decide);
     } catch (e) {
-      onFailure(this.catalogFailure(e));
+      refuse(this.catalogFailure(e));
       return undefined;
     }
     if (!(r instanceof Promise)) {
       then(r);
       return undefined;
     }
-    return r.then(then, (e: unknown) => onFailure(this.catalogFailure(e)));
+    return r.then(then, (e: unknown) => refuse(this.catalogFailure(e)));
   }
 
   private catalogFailure(e: unknown): Refusal {
@@ -495,11 +500,6 @@ export class Relay {
     return this.withGate(
       sql,
       (result) => {
-        if (!result.ok) {
-          this.auditRefusal(sql, result.refusal, result.statement?.kind);
-          this.refuseSimple(result.refusal);
-          return;
-        }
         this.expects.push({ t: 'query', plans: result.plans, index: 0, sql, started });
         this.send(f.bytes);
         this.batchOpen = false;
@@ -521,11 +521,6 @@ export class Relay {
     return this.withGate(
       sql,
       (result) => {
-        if (!result.ok) {
-          this.auditRefusal(sql, result.refusal, result.statement?.kind);
-          this.refuseExtended(result.refusal);
-          return;
-        }
         if (result.plans.length > 1) {
           this.refuseExtended({
             sqlstate: '42601',
@@ -593,11 +588,6 @@ export class Relay {
     return this.withGate(
       entry.sql,
       (result) => {
-        if (!result.ok) {
-          this.auditRefusal(entry.sql, result.refusal, result.statement?.kind);
-          this.refuseExtended(result.refusal);
-          return;
-        }
         const again: PreparedEntry = {
           sql: entry.sql,
           plan: result.plans[0] ?? null,
