@@ -21,7 +21,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   server = await startEmbeddedPostgres({
     dataDir: path.join(base, 'data'),
     persistent: false,
-    settings: { max_connections: '300' },
+    // No background ANALYZE: plans (and so row order) must not depend on when autovacuum ran
+    // (the noninterference suite compares databases that differ only in hidden values).
+    settings: { max_connections: '300', autovacuum: 'off' },
   });
   await ensureDemoDatabase(server);
   project.provide('pg', {
