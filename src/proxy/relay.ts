@@ -56,6 +56,21 @@ interface PreparedEntry {
   readonly catalogVersion: number;
 }
 
+/**
+ * The normalized audit text of a statement, computed once per analysis: an analysis is shared by
+ * every text that differs only in literals (the analysis cache's normalized key), and literals are
+ * exactly what normalization removes.
+ */
+const auditTexts = new WeakMap<object, string>();
+function auditText(statement: StatementPlan['statement'], sql: string): string {
+  let t = auditTexts.get(statement);
+  if (t === undefined) {
+    t = normalizeForAudit(sliceCodePoints(sql, statement.location, statement.length));
+    auditTexts.set(statement, t);
+  }
+  return t;
+}
+
 /** Replies the upstream owes us, in order (DESIGN.md "a queue of expected replies"). */
 type Expect =
   | {
@@ -428,11 +443,7 @@ export class Relay {
       roles: s.roles,
       database: s.database,
       kind: plan?.statement.kind ?? 'UNKNOWN',
-      sql: normalizeForAudit(
-        plan
-          ? sql.slice(plan.statement.location, plan.statement.location + plan.statement.length || undefined)
-          : sql,
-      ),
+      sql: plan ? auditText(plan.statement, sql) : normalizeForAudit(sql),
       decision: masked.length > 0 ? 'masked' : 'allowed',
       ...(masked.length > 0 ? { masked } : {}),
       durationMs: Math.round((performance.now() - started) * 1000) / 1000,
