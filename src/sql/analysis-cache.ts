@@ -4,6 +4,7 @@ import { LRUCache } from 'lru-cache';
 import type { Catalog } from '../catalog/types.js';
 import type { Analysis } from './analysis-types.js';
 import { type AnalyzeOptions, parserFor } from './analyze-sql.js';
+import { lexicalKey } from './lexical-key.js';
 import { normalizedKey } from './normalize.js';
 import type { QueryAnalyzer } from './query-analyzer.js';
 import { analyzeParsed } from './statement-analyzer.js';
@@ -22,13 +23,24 @@ export interface AnalysisCacheStats {
 }
 
 /**
+ * True when a normalized key blanked every literal (none was kept verbatim because the analysis
+ * reads it: an ordinal, a reg* cast, a function argument), so that any value may share it.
+ */
+function allLiteralsBlanked(normalized: string | null): boolean {
+  return normalized !== null && !normalized.includes('A_Const:{');
+}
+
+/**
  * Caches analyses (DESIGN.md: `Analysis` depends only on SQL text, search_path and catalog
  * version). Two levels:
  * 1. exact text + every search path of the options + parser major + catalog: no parsing on a hit;
  * 2. normalized text (normalize.ts: literals blanked where no analysis reads them) + the same
  *    state: the string is parsed, the analysis is shared. Only analyses of row statements without
  *    session effects or refusals are stored there, so `pgbench -S`'s `… WHERE aid = 48213` with a
- *    new literal each time is analyzed once per literal length.
+ *    new literal each time is analyzed once per literal length;
+ * 3. the lexical key (lexical-key.ts: a plain text with its literals' characters marked) for the
+ *    analyses of level 2 whose normalized key kept no literal value: a hit there is not parsed at
+ *    all (counted in `hits`).
  * The catalog enters the key by identity (one id per Catalog value, and a refresh makes a new
  * value), so one cache may serve several databases. Analyses are immutable values shared between
  * callers: do not mutate them.
@@ -36,6 +48,8 @@ export interface AnalysisCacheStats {
 export class AnalysisCache {
   private readonly exact: LRUCache<string, Analysis>;
   private readonly normalized: LRUCache<string, Analysis>;
+  /** Keyed by lexicalKey(): only analyses whose normalized key kept no literal value. */
+  private readonly lexical: LRUCache<string, Analysis>;
   private readonly catalogIds = new WeakMap<Catalog, number>();
   private nextCatalogId = 1;
   private hits = 0;
@@ -49,6 +63,7 @@ export class AnalysisCache {
   ) {
     this.exact = new LRUCache({ max: options.maxEntries ?? 10_000 });
     this.normalized = new LRUCache({ max: options.maxNormalizedEntries ?? 10_000 });
+    this.lexical = new LRUCache({ max: options.maxNormalizedEntries ?? 10_000 });
   }
 
   /** The counters so far. */
@@ -85,6 +100,17 @@ export class AnalysisCache {
       this.hits++;
       return hit;
     }
+    // Same text but for the values of literals of the same kind and length: no parse at all.
+    const lex = lexicalKey(sql);
+    const lexKey = lex === null ? null : state + lex;
+    if (lexKey !== null) {
+      const shared = this.lexical.get(lexKey);
+      if (shared) {
+        this.hits++;
+        this.exact.set(exactKey, shared);
+        return shared;
+      }
+    }
     const outcome = parser.parse(sql);
     if (!outcome.ok) {
       const refused: Analysis = { statements: [], refusal: outcome.refusal };
@@ -99,6 +125,7 @@ export class AnalysisCache {
       if (shared) {
         this.normalizedHits++;
         this.exact.set(exactKey, shared);
+        if (lexKey !== null && allLiteralsBlanked(norm)) this.lexical.set(lexKey, shared);
         return shared;
       }
     }
@@ -109,7 +136,10 @@ export class AnalysisCache {
       normKey !== null &&
       analysis.refusal === undefined &&
       analysis.statements.every((s) => s.sessionEffects.length === 0 && s.refusal === undefined);
-    if (shareable) this.normalized.set(normKey, analysis);
+    if (shareable) {
+      this.normalized.set(normKey, analysis);
+      if (lexKey !== null && allLiteralsBlanked(norm)) this.lexical.set(lexKey, analysis);
+    }
     return analysis;
   }
 }
