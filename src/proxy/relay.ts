@@ -711,12 +711,9 @@ export class Relay {
     if (run) out.push(Buffer.from(run.buffer, run.byteOffset, runEnd - run.byteOffset));
     if (out.length === 0) return;
     const client = this.o.client;
-    if (out.length === 1) client.write(out[0] as Buffer);
-    else {
-      client.cork();
-      for (const b of out) client.write(b);
-      client.uncork();
-    }
+    // Rewritten messages (masked DataRows) are separate buffers: one copy into a single buffer
+    // costs far less than a stream write per row.
+    client.write(out.length === 1 ? (out[0] as Buffer) : Buffer.concat(out));
     if (client.writableNeedDrain) {
       this.o.upstream.socket.pause();
       client.once('drain', () => this.o.upstream.socket.resume());
