@@ -95,7 +95,16 @@ program
     // can be pointed at the demo's PostgreSQL with PGWARDEN_UPSTREAM_PORT=6433.
     const { freePort, portIsFree } = await import('./embedded/postgres.js');
     const pgPort = (await portIsFree(6433)) ? 6433 : await freePort();
-    const pg = await startEmbeddedPostgres({ dataDir, persistent: true, port: pgPort });
+    let pg: Awaited<ReturnType<typeof startEmbeddedPostgres>>;
+    try {
+      pg = await startEmbeddedPostgres({ dataDir, persistent: true, port: pgPort });
+    } catch (e) {
+      process.stderr.write(
+        `pgwarden demo: PostgreSQL did not start in ${dataDir}${e instanceof Error ? `: ${e.message}` : ''}\n` +
+          'Is another `pgwarden demo` (npm start) using that data folder? Stop it, or pass --data <another folder>.\n',
+      );
+      process.exit(1);
+    }
     const created = await ensureDemoDatabase(pg);
     logger.info(
       { event: 'embedded-postgres', port: pg.port, dataDir, created },
@@ -105,9 +114,20 @@ program
     process.env.PGWARDEN_UPSTREAM_PORT = String(pg.port);
     process.env.PGWARDEN_UPSTREAM_PASSWORD = DEMO_APP_PASSWORD;
     if (opts.listen) process.env.PGWARDEN_LISTEN = opts.listen;
-    const proxy = await serve(path.join(DEMO_DIR, 'pgwarden.yaml'), logger, async () => {
+    let proxy: ProxyServer;
+    try {
+      proxy = await serve(path.join(DEMO_DIR, 'pgwarden.yaml'), logger, async () => {
+        await pg.stop().catch(() => {});
+      });
+    } catch (e) {
+      // Never leave the embedded PostgreSQL behind (a taken port, say).
       await pg.stop().catch(() => {});
-    });
+      process.stderr.write(
+        `pgwarden demo: the proxy did not start: ${(e as Error).message}\n` +
+          'If the port is taken (another npm start?), pass --listen 127.0.0.1:<port>.\n',
+      );
+      process.exit(1);
+    }
     const { host, port } = proxy.address;
     process.stdout.write(
       [
@@ -116,7 +136,7 @@ program
         `  psql "postgres://alice:alice@${host}:${port}/demo"   # analyst: users.email, users.ssn, orgs.secret hidden`,
         `  psql "postgres://bob:bob@${host}:${port}/demo"       # support: reads and writes, same columns hidden`,
         `  psql "postgres://dba:dba@${host}:${port}/demo"       # dba: everything`,
-        `  API key "agent" (role analyst), token agent-demo-token: PGWARDEN_API_KEY=agent-demo-token pgwarden mcp --config examples/demo/pgwarden.yaml`,
+        `  API key "agent" (role analyst), token agent-demo-token: ${pg.port === 6433 ? '' : `PGWARDEN_UPSTREAM_PORT=${pg.port} `}PGWARDEN_API_KEY=agent-demo-token npx pgwarden mcp --config examples/demo/pgwarden.yaml`,
         'Ctrl-C stops the proxy and PostgreSQL.',
         '',
       ].join('\n'),

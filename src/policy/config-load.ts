@@ -71,6 +71,13 @@ function warningsFor(config: Config): string[] {
     const see = allows.some((p) => p.actions.includes('SEE'));
     if (select && !see)
       out.push(`role ${name} has SELECT but SEE nowhere: every value it reads will be masked`);
+    for (const t of role.tenants) {
+      const [kind, who] = [t.slice(0, 2), t.slice(2)];
+      if (kind === 'u/' && !Object.hasOwn(config.users, who))
+        out.push(`role ${name}: tenant ${t} names no user`);
+      if (kind === 'g/' && !Object.hasOwn(config.groups, who))
+        out.push(`role ${name}: tenant ${t} names no group`);
+    }
   }
   const admin = Object.hasOwn(config.roles, ADMIN_ROLE) ? config.roles[ADMIN_ROLE] : undefined;
   if (admin && admin.tenants.length > 0 && config.default_role !== ADMIN_ROLE)

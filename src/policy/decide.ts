@@ -327,7 +327,9 @@ function checkUses(
           use,
           `column ${col} is hidden from you and cannot be tested in ${clauseText(use.clause)}`,
           detail,
-          `To ask only whether rows exist, write EXISTS (SELECT 1 FROM …) without ${use.column}; testing its values needs SEE on it.`,
+          use.clause === 'WHERE'
+            ? `To ask only whether rows exist, write EXISTS (SELECT 1 FROM …) without ${use.column}; testing its values needs SEE on it.`
+            : `Leave ${use.column} out of ${clauseText(use.clause)}; ${clauseText(use.clause)} reads its values, which needs SEE on it.`,
           vis,
         );
         break;
@@ -336,7 +338,9 @@ function checkUses(
           use,
           `column ${col} is hidden from you and cannot be read in ${use.context}`,
           detail,
-          `Select ${use.column} on its own to get it masked, or leave it out; computing on its values needs SEE on it.`,
+          use.context.startsWith('EXPLAIN')
+            ? `EXPLAIN shows what the statement outputs (widths, sort memory): explain it without ${use.column}.`
+            : `Select ${use.column} on its own to get it masked, or leave it out; computing on its values needs SEE on it.`,
           vis,
         );
         break;

@@ -281,8 +281,25 @@ export class ClientSession {
       );
       upstream = await connectUpstream(target, params, config.limits.connect_timeout_ms);
     } catch (e) {
-      if (e instanceof UpstreamError)
-        throw new ClientError({ ...e.fields, severity: 'FATAL', localizedSeverity: undefined });
+      if (e instanceof UpstreamError) {
+        // The upstream login is the proxy's, not the client's: its failures (a wrong server-held
+        // password, a missing role) are the operator's to read in the log; the client learns
+        // neither the role nor the reason. Capacity and availability errors pass as they are.
+        const passes = ['53300', '57P03', '3D000', '08006'].includes(e.fields.code);
+        this.log.error(
+          { event: 'upstream-login-failed', code: e.fields.code, msg: e.fields.message },
+          'upstream login failed',
+        );
+        throw new ClientError(
+          passes
+            ? { ...e.fields, severity: 'FATAL', localizedSeverity: undefined }
+            : {
+                severity: 'FATAL',
+                code: '08006',
+                message: 'pgwarden could not open a session on the upstream database; see the proxy log',
+              },
+        );
+      }
       throw e;
     }
     if (this.closed) {

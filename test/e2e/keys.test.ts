@@ -103,7 +103,9 @@ describe('pgwarden keys', () => {
       stderr: expect.stringContaining('more than one year'),
     });
     const other = path.join(dir, 'nokeys.yaml');
-    fs.writeFileSync(other, YAML.stringify(demoConfigObject()));
+    const withoutKeys = demoConfigObject();
+    delete withoutKeys.keys_file;
+    fs.writeFileSync(other, YAML.stringify(withoutKeys));
     const r = spawnSync(process.execPath, [BIN, 'keys', 'list', '--config', other], {
       env: testEnv(),
       encoding: 'utf8',
