@@ -16,6 +16,17 @@ export class CatalogSource {
   private readonly cache: CatalogCache;
   /** When each database's catalog was last read (ms since the epoch). */
   private readonly loadedAt = new Map<string, number>();
+  /** Bumped by every invalidation: a session's own in-band catalog is stale once it moves. */
+  private readonly generations = new Map<string, number>();
+
+  /** The invalidation count of `database` (DDL through pgwarden anywhere, refreshes). */
+  generation(database: string): number {
+    return this.generations.get(database) ?? 0;
+  }
+
+  private bump(database: string): void {
+    this.generations.set(database, this.generation(database) + 1);
+  }
 
   /** @param ttlMs how long a loaded catalog stays current, in milliseconds. */
   constructor(ttlMs: number) {
@@ -48,6 +59,7 @@ export class CatalogSource {
   /** Makes the next `get` read the catalog again (with a higher version). */
   invalidate(database: string): void {
     this.cache.invalidate(database);
+    this.bump(database);
   }
 
   /**
@@ -59,7 +71,7 @@ export class CatalogSource {
   refresh(database: string, minAgeMs: number): boolean {
     const at = this.loadedAt.get(database);
     if (at !== undefined && Date.now() - at < minAgeMs) return false;
-    this.cache.invalidate(database);
+    this.invalidate(database);
     return true;
   }
 }

@@ -130,6 +130,15 @@ export interface RelayOptions {
  * the upstream transaction exactly as the refused message would have in Postgres.
  */
 const PROBE_STATEMENT = 'pgwarden\u0001refused';
+/** Extended-protocol messages that may open an implicit transaction until Sync. */
+const EXTENDED: ReadonlySet<number> = new Set([
+  FrontendCode.Parse,
+  FrontendCode.Bind,
+  FrontendCode.Describe,
+  FrontendCode.Execute,
+  FrontendCode.Close,
+]);
+
 /** A simple-query probe: a syntax error, answered ErrorResponse + ReadyForQuery with no effect. */
 const PROBE_QUERY = 'pgwarden_refused';
 
@@ -165,11 +174,16 @@ export class Relay {
   private discarding = false;
   private status: 'I' | 'T' | 'E' = 'I';
   private batchOpen = false;
+  /** An extended-protocol message came since the last Sync: an implicit transaction may be open upstream. */
+  private extendedOpen = false;
   private closed = false;
 
   constructor(private readonly o: RelayOptions) {
     this.framer = new MessageFramer({ maxMessageBytes: o.maxMessageBytes, startup: false });
   }
+
+  /** Transactions ended so far (ReadyForQuery back to idle): a session's own catalog lives within one. */
+  transactionsEnded = 0;
 
   /** Transaction status of the last ReadyForQuery. */
   get transactionStatus(): 'I' | 'T' | 'E' {
@@ -215,17 +229,23 @@ export class Relay {
    * transaction) or the read fails. `version` must be unique among catalogs (decision caches key on it).
    */
   readInBandCatalog(version: number): Promise<Catalog | null> {
-    if (this.expects.length > 0 || this.status === 'E') {
+    // Not when replies are owed, the transaction has failed, or an extended-protocol batch has an
+    // implicit transaction open (neither BEGIN nor SAVEPOINT may start there).
+    if (this.expects.length > 0 || this.status === 'E' || (this.extendedOpen && this.status === 'I')) {
       this.o.log.debug(
         { event: 'in-band-catalog', expects: this.expects.map((e) => e.t), status: this.status },
         'connection not free',
       );
       return Promise.resolve(null);
     }
-    const sql =
-      this.status === 'T'
-        ? `SAVEPOINT pgwarden_catalog;${CATALOG_READS}ROLLBACK TO SAVEPOINT pgwarden_catalog;RELEASE SAVEPOINT pgwarden_catalog;`
-        : `BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY;${CATALOG_READS}COMMIT;`;
+    const inTx = this.status === 'T';
+    // The catalog rows must be current: inside a REPEATABLE READ or SERIALIZABLE transaction the
+    // reads would see the transaction's old snapshot, while Postgres resolves names and views with
+    // a fresh catalog snapshot — a differential, so such a read is refused (isolation checked below).
+    // statement_timeout is lifted for the read only (SET LOCAL, undone with the savepoint/COMMIT).
+    const sql = inTx
+      ? `SAVEPOINT pgwarden_catalog;SET LOCAL statement_timeout = 0;${CATALOG_READS}SELECT current_setting('transaction_isolation') AS iso;ROLLBACK TO SAVEPOINT pgwarden_catalog;RELEASE SAVEPOINT pgwarden_catalog;`
+      : `BEGIN ISOLATION LEVEL READ COMMITTED, READ ONLY;SET LOCAL statement_timeout = 0;${CATALOG_READS}SELECT current_setting('transaction_isolation') AS iso;COMMIT;`;
     return new Promise((resolve) => {
       this.expects.push({
         t: 'internal',
@@ -235,13 +255,23 @@ export class Relay {
         rows: [],
         failed: false,
         done: (results) => {
-          if (!results) return resolve(null);
+          if (!results) {
+            // A read that failed half-way leaves a transaction open (idle) or aborted (inside the
+            // client's): put the session back as it was before answering.
+            this.cleanUpInternal(inTx);
+            return resolve(null);
+          }
           try {
-            resolve(buildCatalog(results.slice(1, -(this.status === 'T' ? 2 : 1)), version));
+            const reads = results.slice(2, inTx ? -3 : -2);
+            const iso = (results[results.length - (inTx ? 3 : 2)]?.rows[0] as { iso?: string } | undefined)
+              ?.iso;
+            if (iso !== 'read committed')
+              throw new Error(`transaction isolation ${iso}: catalog rows would be stale`);
+            resolve(buildCatalog(reads, version));
           } catch (e) {
             this.o.log.warn(
               { event: 'in-band-catalog', err: (e as Error).message },
-              'in-band catalog read failed',
+              'in-band catalog read not used',
             );
             resolve(null);
           }
@@ -249,6 +279,24 @@ export class Relay {
       });
       this.send(encodeQuery(sql));
     });
+  }
+
+  /** After a failed in-band read: ROLLBACK (it was ours) or back to the savepoint (the client's transaction). */
+  private cleanUpInternal(inTx: boolean): void {
+    this.expects.push({
+      t: 'internal',
+      results: [],
+      fields: [],
+      names: [],
+      rows: [],
+      failed: false,
+      done: () => {},
+    });
+    this.send(
+      encodeQuery(
+        inTx ? 'ROLLBACK TO SAVEPOINT pgwarden_catalog;RELEASE SAVEPOINT pgwarden_catalog;' : 'ROLLBACK;',
+      ),
+    );
   }
 
   /** Consumes a reply of pgwarden's own catalog read; returns true when it was one. */
@@ -352,6 +400,10 @@ export class Relay {
   }
 
   private send(bytes: Buffer): void {
+    // What went up decides whether an implicit extended-protocol transaction is open there.
+    const code = bytes[0] as number;
+    if (code === FrontendCode.Sync) this.extendedOpen = false;
+    else if (EXTENDED.has(code)) this.extendedOpen = true;
     this.o.upstream.socket.write(bytes);
   }
 
@@ -774,7 +826,10 @@ export class Relay {
     this.discarding = false;
     this.status = decodeReadyForQuery(f.payload);
     // Portals end with their transaction (holdable SQL cursors are tracked as cursors, not here).
-    if (this.status === 'I') this.portals.clear();
+    if (this.status === 'I') {
+      this.portals.clear();
+      this.transactionsEnded++;
+    }
     this.o.gateSession.paths.ready(this.status);
     this.o.onTransactionStatus(this.status);
     return f.bytes;

@@ -123,6 +123,23 @@ export class ClientSession {
   /** A catalog read on this session's own upstream connection (uncommitted DDL, temp tables), until the next DDL. */
   private ownCatalog: Catalog | undefined;
   private ownCatalogAt = 0;
+  /** What the own catalog was read under: the shared invalidation count and the transaction. */
+  private ownCatalogKey = { generation: 0, tx: 0 };
+
+  /**
+   * The own catalog holds within the transaction it was read in, and only until DDL anywhere
+   * through pgwarden or a refresh invalidates the shared one (attack corpus 3: another session's
+   * CREATE OR REPLACE VIEW must not be read as the old definition here).
+   */
+  private dropStaleOwnCatalog(database: string): void {
+    if (!this.ownCatalog) return;
+    if (
+      this.ownCatalogKey.generation !== this.ctx.catalogs.generation(database) ||
+      this.ownCatalogKey.tx !== (this.relay?.transactionsEnded ?? 0)
+    ) {
+      this.ownCatalog = undefined;
+    }
+  }
   private cancelKey: number | undefined;
   private principal: Principal | undefined;
 
@@ -379,18 +396,25 @@ export class ClientSession {
         paths: new SearchPathTracker(startPath),
         names: { prepared: new Map(), cursors: new Map() },
         catalog: async (refresh) => {
+          this.dropStaleOwnCatalog(database);
           // At most one refresh a second per database: unknown names must not drive catalog reads.
           if (refresh && this.ctx.catalogs.refresh(database, CATALOG_REFRESH_MIN_MS))
             this.ownCatalog = undefined;
           return this.ownCatalog ?? this.ctx.catalogs.get(database, db.url);
         },
-        catalogNow: () => this.ownCatalog ?? this.ctx.catalogs.peek(database),
+        catalogNow: () => {
+          this.dropStaleOwnCatalog(database);
+          return this.ownCatalog ?? this.ctx.catalogs.peek(database);
+        },
         inBandCatalog: async () => {
           // Read again only when the last in-band read is older than a second or DDL came since.
           if (this.ownCatalog && Date.now() - this.ownCatalogAt < CATALOG_REFRESH_MIN_MS)
             return this.ownCatalog;
+          const generation = this.ctx.catalogs.generation(database);
+          const tx = this.relay?.transactionsEnded ?? 0;
           const own = await this.relay?.readInBandCatalog(nextOwnCatalogVersion--);
           this.ownCatalogAt = Date.now();
+          this.ownCatalogKey = { generation, tx };
           this.log.debug(
             {
               event: 'in-band-catalog',
