@@ -263,12 +263,19 @@ function checkUses(
    * an UPDATE of a column a CHECK constraint reads together with a hidden column succeeds or fails
    * on the row's hidden value. Either answers a question about hidden values: refused.
    */
-  const constraintOracle = (use: ColumnUse & { use: 'write-target' }, kind: string) => {
+  // ON CONFLICT DO UPDATE (it needs UPDATE) checks the existing row's CHECK constraints too.
+  const updatesRows = s.kind !== 'INSERT' || s.requirements.some((r) => r.action === 'UPDATE');
+  const constraintOracle = (use: ColumnUse & { use: 'write-target' }, _kind: string) => {
     const rel = ctx.catalog.relations.get(catalogKey(use.schema, use.table));
     for (const c of rel?.constraints ?? []) {
-      if (!c.columns.includes(use.column)) continue;
-      if (c.kind === 'check' && kind === 'INSERT') continue; // an INSERT's CHECK reads only the new row
-      const other = c.columns.find((x) => x !== use.column && hidden.column(use.schema, use.table, x).hidden);
+      // A generated column in the constraint reads the columns it is computed from.
+      const cols = new Set(c.columns);
+      for (const name of c.columns) {
+        for (const from of rel?.columns.find((x) => x.name === name)?.generatedFrom ?? []) cols.add(from);
+      }
+      if (!cols.has(use.column)) continue;
+      if (c.kind === 'check' && !updatesRows) continue; // a plain INSERT's CHECK reads only the new row
+      const other = [...cols].find((x) => x !== use.column && hidden.column(use.schema, use.table, x).hidden);
       if (!other) continue;
       const vis = hidden.column(use.schema, use.table, other);
       refuse(

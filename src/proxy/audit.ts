@@ -50,11 +50,14 @@ export function normalizeForAudit(sql: string): string {
       i = j;
       continue;
     }
-    // A string constant, possibly prefixed by E, U&, B or X.
-    const prefix = /^(?:[eEbBxXnN]|[uU]&)?'/.exec(sql.slice(i, i + 3));
-    if (prefix && (i === 0 || !/[A-Za-z0-9_$]/.test(sql[i - 1] as string))) {
-      const backslashes = /^[eE]/.test(prefix[0]);
-      let j = i + prefix[0].length;
+    // A string constant: every quote starts one, whatever precedes it (E'…', U&'…', B'…', X'…',
+    // N'…', and typed literals such as text'…' or interval'…'). Only an E prefix — a lone e
+    // before the quote, not the end of a longer name — makes backslashes escapes.
+    if (ch === "'") {
+      const prev = sql[i - 1] ?? '';
+      const beforePrev = sql[i - 2] ?? '';
+      const backslashes = (prev === 'e' || prev === 'E') && !/[A-Za-z0-9_$]/.test(beforePrev);
+      let j = i + 1;
       for (;;) {
         if (j >= n) return '[unterminated]';
         const c = sql[j];
