@@ -5,6 +5,7 @@ import type {
   CatalogColumn,
   CatalogFunction,
   CatalogRelation,
+  CatalogType,
   CatalogUserType,
   RelationKind,
 } from './types.js';
@@ -103,15 +104,28 @@ SELECT i.indrelid AS rel, CASE WHEN i.indisexclusion THEN 'exclusion' ELSE 'uniq
 UNION ALL
 SELECT c.conrelid, 'check', c.conname, c.conkey::int[]
   FROM pg_constraint c WHERE c.contype = 'c' AND c.conrelid <> 0;
-SELECT t.oid, n.nspname, t.typname,
-       CASE WHEN t.typtype = 'd' OR e.typtype = 'd' THEN 'domain' ELSE 'user cast' END AS why
+WITH RECURSIVE edges(child, parent) AS (
+  -- What a type is built on: an array on its element, a domain on its base type, a composite type
+  -- (row types of tables included) on each attribute's type.
+  SELECT t.typelem, t.oid FROM pg_type t WHERE t.typcategory = 'A' AND t.typelem <> 0
+  UNION ALL SELECT t.typbasetype, t.oid FROM pg_type t WHERE t.typtype = 'd'
+  UNION ALL SELECT a.atttypid, t.oid FROM pg_type t
+    JOIN pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+   WHERE t.typtype = 'c'
+), uc(oid, why) AS (
+  -- Types whose input runs user code: domains outside the system schemas (their CHECKs may call
+  -- any function), targets of user-defined cast functions, and every type built on one.
+  SELECT t.oid, 'domain'::text FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+   WHERE t.typtype = 'd' AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  UNION
+  SELECT c.casttarget, 'user cast' FROM pg_cast c JOIN pg_proc p ON p.oid = c.castfunc
+    JOIN pg_namespace pn ON pn.oid = p.pronamespace WHERE pn.nspname <> 'pg_catalog'
+  UNION
+  SELECT e.parent, 'built on a type with user code' FROM uc u JOIN edges e ON e.child = u.oid
+)
+SELECT t.oid, n.nspname, t.typname, (SELECT min(u.why) FROM uc u WHERE u.oid = t.oid) AS why
   FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
-  LEFT JOIN pg_type e ON e.oid = t.typelem AND t.typcategory = 'A'
- WHERE n.nspname <> 'pg_catalog'
-   AND (t.typtype = 'd' OR e.typtype = 'd'
-        OR EXISTS (SELECT 1 FROM pg_cast c JOIN pg_proc p ON p.oid = c.castfunc
-                    JOIN pg_namespace pn ON pn.oid = p.pronamespace
-                   WHERE c.casttarget IN (t.oid, e.oid) AND pn.nspname <> 'pg_catalog'));
+ WHERE n.nspname <> 'pg_toast';
 SELECT p.oid, n.nspname, p.proname, p.proargtypes::text AS args, p.prorettype, p.proretset,
        p.provolatile::text AS provolatile, p.prokind::text AS prokind
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace;
@@ -156,7 +170,7 @@ interface UserTypeRow {
   oid: number;
   nspname: string;
   typname: string;
-  why: 'domain' | 'user cast';
+  why: string | null;
 }
 interface FunctionRow {
   oid: number;
@@ -309,11 +323,15 @@ export function buildCatalog(
   }
 
   const userCodeTypes = new Map<string, CatalogUserType>();
+  const types = new Map<string, CatalogType>();
+  const userCodeTypeOids = new Set<number>();
   for (const r of rows<UserTypeRow>(RESULT.userTypes)) {
-    userCodeTypes.set(
-      catalogKey(r.nspname, r.typname),
-      Object.freeze({ oid: r.oid, schema: r.nspname, name: r.typname, why: r.why }),
-    );
+    const t = Object.freeze({ oid: r.oid, schema: r.nspname, name: r.typname, why: r.why });
+    types.set(catalogKey(r.nspname, r.typname), t);
+    if (r.why !== null) {
+      userCodeTypes.set(catalogKey(r.nspname, r.typname), t as CatalogUserType);
+      userCodeTypeOids.add(r.oid);
+    }
   }
 
   const functions = new Map<string, CatalogFunction[]>();
@@ -350,5 +368,7 @@ export function buildCatalog(
     relations,
     functions,
     userCodeTypes,
+    types,
+    userCodeTypeOids,
   });
 }

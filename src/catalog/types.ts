@@ -44,7 +44,16 @@ export interface CatalogUserType {
   readonly oid: number;
   readonly schema: string;
   readonly name: string;
-  readonly why: 'domain' | 'user cast';
+  /** `domain`, `user cast`, or `contains …` for an array, domain or composite built on one. */
+  readonly why: string;
+}
+
+/** Any type (pg_type row outside pg_toast); `why` is set when its input runs user code. */
+export interface CatalogType {
+  readonly oid: number;
+  readonly schema: string;
+  readonly name: string;
+  readonly why: string | null;
 }
 
 /** One relation (pg_class row of kind r, p, v, m, f or S). */
@@ -95,6 +104,10 @@ export interface Catalog {
   readonly functions: ReadonlyMap<string, readonly CatalogFunction[]>;
   /** Types whose input runs user code, by `schema.name` (absent: none known). */
   readonly userCodeTypes?: ReadonlyMap<string, CatalogUserType>;
+  /** Every type by `schema.name` (absent: not read, e.g. an old fixture). */
+  readonly types?: ReadonlyMap<string, CatalogType>;
+  /** OIDs of the types whose input runs user code (a write to a column of one runs it too). */
+  readonly userCodeTypeOids?: ReadonlySet<number>;
 }
 
 /** The key of `Catalog.relations` and `Catalog.functions` for an exact schema and name. */

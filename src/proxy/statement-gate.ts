@@ -75,7 +75,7 @@ export interface GateSession {
 }
 
 /** SQLSTATEs of analysis refusals that a fresher catalog may cure (issue 5: analysis runs once more). */
-const STALE_CATALOG = new Set(['42P01', '42703', '42883', '3F000']);
+const STALE_CATALOG = new Set(['42P01', '42703', '42883', '3F000', '42704']);
 
 function analysisRefusal(a: Analysis): Refusal | undefined {
   const r = a.refusal;

@@ -6,6 +6,7 @@ import type { ParsedSql } from './parser.js';
 import type { QueryAnalyzer } from './query-analyzer.js';
 import { refusalAt, refusedStatement, type StatementContext, unwrapNode } from './statement-context.js';
 import { statementHandler } from './statement-dispatch.js';
+import { withUserCodeTypes } from './user-code-types.js';
 
 /**
  * The session state a SQL string starts from. Only `catalog` and `searchPath` are required; the
@@ -145,7 +146,13 @@ export function analyzeParsed(
         return dispatch(w.type, w.node, ctx);
       },
     });
-    const analysis = dispatch(st.nodeType, st.node, makeCtx(st.nodeType));
+    const analysis = withUserCodeTypes(
+      dispatch(st.nodeType, st.node, makeCtx(st.nodeType)),
+      st.node,
+      catalog,
+      expandUser(state.current, catalog.sessionUser),
+      parsed.offsets.toChar,
+    );
     statements.push(analysis);
     applyEffects(state, analysis.sessionEffects, reset);
   }

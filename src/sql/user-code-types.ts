@@ -1,0 +1,104 @@
+// Types whose input runs user code, wherever a statement names one, and writes into columns of one.
+import type { Catalog } from '../catalog/types.js';
+import type { AnalysisRefusal, Requirement, StatementAnalysis } from './analysis-types.js';
+import { effectivePath } from './query/catalog-names.js';
+
+/** A TypeName found in a parse tree: its name parts and byte location. */
+interface FoundType {
+  readonly names: readonly string[];
+  readonly location: number;
+}
+
+/** Every TypeName in `node` (casts, PREPARE parameter types, column definition lists, DDL, …). */
+function typeNames(node: unknown): FoundType[] {
+  const out: FoundType[] = [];
+  const stack: unknown[] = [node];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    if (Array.isArray(v)) {
+      stack.push(...v);
+      continue;
+    }
+    for (const [k, child] of Object.entries(v as Record<string, unknown>)) {
+      if (
+        (k === 'typeName' || k === 'TypeName') &&
+        child &&
+        typeof child === 'object' &&
+        !Array.isArray(child)
+      ) {
+        const t = child as { names?: unknown; location?: number };
+        const names = (Array.isArray(t.names) ? t.names : []).map(
+          (n) => (n as { String?: { sval?: string } }).String?.sval ?? '',
+        );
+        if (names.length > 0) out.push({ names, location: typeof t.location === 'number' ? t.location : 0 });
+      }
+      stack.push(child);
+    }
+  }
+  return out;
+}
+
+/**
+ * Adds what the types a statement names need (DESIGN.md "Side channels": casts to domains whose
+ * checks call user code need MANAGE; attack corpus 3: a composite type with a domain attribute, a
+ * table row type, a column definition list, a PREPARE parameter type and an INSERT into a
+ * domain-typed column all run the domain's CHECK too). Input: the analysis of one statement, its
+ * parse node, the catalog, the search path in force and a byte→character offset converter.
+ * Output: the analysis with a MANAGE requirement per such type or write, or refused 42704 when a
+ * type the catalog does not know is named (it may be new: the proxy reads the catalog again and
+ * retries). A catalog without `types` (an old fixture) adds nothing.
+ */
+export function withUserCodeTypes(
+  analysis: StatementAnalysis,
+  node: unknown,
+  catalog: Catalog,
+  searchPath: readonly string[] | null,
+  toChar: (byte: number) => number,
+): StatementAnalysis {
+  const types = catalog.types;
+  if (!types || analysis.refusal) return analysis;
+  const extra: Requirement[] = [];
+  for (const t of typeNames(node)) {
+    const name = t.names[t.names.length - 1] as string;
+    const schemas =
+      t.names.length >= 2 ? [t.names[t.names.length - 2] as string] : effectivePath(searchPath ?? []);
+    let found;
+    for (const s of schemas) {
+      found = types.get(`${s}.${name}`);
+      if (found) break;
+    }
+    if (!found) {
+      const refusal: AnalysisRefusal = {
+        sqlstate: '42704',
+        message: `type "${t.names.join('.')}" does not exist`,
+        location: toChar(t.location),
+      };
+      return { ...analysis, refusal };
+    }
+    if (found.why !== null) {
+      extra.push({
+        action: 'MANAGE',
+        object: { level: 'database' },
+        reason: `type ${found.schema}.${found.name} (${found.why}: its input runs user code)`,
+        location: toChar(t.location),
+      });
+    }
+  }
+  const oids = catalog.userCodeTypeOids;
+  if (oids && oids.size > 0) {
+    for (const u of analysis.uses) {
+      if (u.use !== 'write-target') continue;
+      const col = catalog.relations.get(`${u.schema}.${u.table}`)?.columns.find((c) => c.name === u.column);
+      if (col && oids.has(col.typeOid)) {
+        extra.push({
+          action: 'MANAGE',
+          object: { level: 'database' },
+          reason: `write to ${u.table}.${u.column}, whose type's input runs user code`,
+          location: u.location,
+        });
+      }
+    }
+  }
+  return extra.length === 0 ? analysis : { ...analysis, requirements: [...analysis.requirements, ...extra] };
+}
