@@ -98,12 +98,18 @@ SELECT i.indrelid AS rel, CASE WHEN i.indisexclusion THEN 'exclusion' ELSE 'uniq
           WHERE k.ord <= i.indnkeyatts AND k.attnum > 0
          UNION ALL
          SELECT m[1]::int FROM regexp_matches(concat(i.indexprs::text, ' ', i.indpred::text), ':varattno (\\d+)', 'g') AS m
-       ) x WHERE a >= 0) AS atts
+       ) x WHERE a >= 0) AS atts,
+       NULL::text AS ref_schema, NULL::text AS ref_table, NULL::text[] AS ref_cols
   FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
  WHERE i.indisunique OR i.indisexclusion
 UNION ALL
-SELECT c.conrelid, 'check', c.conname, c.conkey::int[]
-  FROM pg_constraint c WHERE c.contype = 'c' AND c.conrelid <> 0;
+SELECT c.conrelid, CASE c.contype WHEN 'c' THEN 'check' ELSE 'foreign' END, c.conname, c.conkey::int[],
+       rn.nspname::text, rc.relname::text,
+       ARRAY(SELECT ra.attname::text FROM unnest(c.confkey) WITH ORDINALITY AS k(attnum, ord)
+               JOIN pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = k.attnum ORDER BY k.ord)
+  FROM pg_constraint c
+  LEFT JOIN pg_class rc ON rc.oid = c.confrelid LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
+ WHERE c.contype IN ('c', 'f') AND c.conrelid <> 0;
 WITH RECURSIVE edges(child, parent) AS (
   -- What a type is built on: an array on its element, a domain on its base type, a composite type
   -- (row types of tables included) on each attribute's type.
@@ -162,9 +168,12 @@ interface ColumnRow {
 }
 interface ConstraintRow {
   rel: number;
-  kind: 'unique' | 'exclusion' | 'check';
+  kind: 'unique' | 'exclusion' | 'check' | 'foreign';
   name: string;
   atts: number[] | null;
+  ref_schema: string | null;
+  ref_table: string | null;
+  ref_cols: string[] | null;
 }
 interface UserTypeRow {
   oid: number;
@@ -314,7 +323,20 @@ export function buildCatalog(
               : (c.atts ?? [])
                   .map((a) => cols.find((x) => x.attnum === a)?.name)
                   .filter((x): x is string => !!x);
-            return Object.freeze({ kind: c.kind, name: c.name, columns: Object.freeze(names) });
+            return Object.freeze({
+              kind: c.kind,
+              name: c.name,
+              columns: Object.freeze(names),
+              ...(c.kind === 'foreign' && c.ref_schema && c.ref_table
+                ? {
+                    references: Object.freeze({
+                      schema: c.ref_schema,
+                      table: c.ref_table,
+                      columns: Object.freeze(c.ref_cols ?? []),
+                    }),
+                  }
+                : {}),
+            });
           }),
         ),
         viewDefinition: r.def,

@@ -25,14 +25,21 @@ export interface CatalogColumn {
 
 /**
  * A constraint whose check reads several columns of a row: a unique or exclusion index (its key
- * columns, and those its expressions or partial-index predicate read) or a CHECK constraint.
+ * columns, and those its expressions or partial-index predicate read), a CHECK constraint, or a
+ * foreign key (its columns, and the key it references in another relation).
  * A write to one of its columns can fail depending on the others' values (DESIGN.md "Writes as
  * reads").
  */
 export interface CatalogConstraint {
-  readonly kind: 'unique' | 'exclusion' | 'check';
+  readonly kind: 'unique' | 'exclusion' | 'check' | 'foreign';
   readonly name: string;
   readonly columns: readonly string[];
+  /** For a foreign key: the referenced relation and its key columns, in order. */
+  readonly references?: {
+    readonly schema: string;
+    readonly table: string;
+    readonly columns: readonly string[];
+  };
 }
 
 /**

@@ -275,6 +275,22 @@ function checkUses(
       }
       if (!cols.has(use.column)) continue;
       if (c.kind === 'check' && !updatesRows) continue; // a plain INSERT's CHECK reads only the new row
+      const ref = c.references;
+      if (ref) {
+        // A foreign key onto a hidden key: the write succeeds exactly when the value exists there.
+        const hiddenRef = ref.columns.find((x) => hidden.column(ref.schema, ref.table, x).hidden);
+        if (hiddenRef) {
+          const vis = hidden.column(ref.schema, ref.table, hiddenRef);
+          refuse(
+            use,
+            `column ${shortName(use.schema, use.table, use.column)} cannot be written: its foreign key ${c.name} references ${shortName(ref.schema, ref.table, hiddenRef)}, which is hidden from you, so the write would tell whether a value exists there`,
+            hiddenDetail(ctx, roles, ref.schema, ref.table, hiddenRef, vis, hidden),
+            undefined,
+            vis,
+          );
+          return;
+        }
+      }
       const other = [...cols].find((x) => x !== use.column && hidden.column(use.schema, use.table, x).hidden);
       if (!other) continue;
       const vis = hidden.column(use.schema, use.table, other);
@@ -289,7 +305,60 @@ function checkUses(
     }
   };
 
+  /**
+   * Foreign keys of other relations whose referencing columns are hidden and that reference
+   * `schema.table`: updating or deleting a referenced key fails (23503) exactly when a hidden
+   * value points at it.
+   */
+  const inboundHidden = (schema: string, table: string) => {
+    const out: { from: string; column: string; constraint: string; keys: readonly string[] }[] = [];
+    for (const rel of ctx.catalog.relations.values()) {
+      for (const c of rel.constraints ?? []) {
+        if (c.references?.schema !== schema || c.references.table !== table) continue;
+        const h = c.columns.find((x) => hidden.column(rel.schema, rel.name, x).hidden);
+        if (h)
+          out.push({
+            from: `${rel.schema}.${rel.name}`,
+            column: h,
+            constraint: c.name,
+            keys: c.references.columns,
+          });
+      }
+    }
+    return out;
+  };
+  for (const r of s.requirements) {
+    if (r.action !== 'DELETE' || r.object.level !== 'table') continue;
+    const inbound = inboundHidden(r.object.schema, r.object.table)[0];
+    if (inbound) {
+      const [fs, ft] = inbound.from.split('.') as [string, string];
+      const vis = hidden.column(fs, ft, inbound.column);
+      pending.push({
+        at: r.location ?? s.location,
+        refusal: {
+          sqlstate: '42501',
+          message: `rows of ${shortName(r.object.schema, r.object.table)} cannot be deleted: the foreign key ${inbound.constraint} of ${inbound.from}.${inbound.column}, which is hidden from you, references them, so a delete would tell whether a hidden value points at a row`,
+          detail: hiddenDetail(ctx, roles, fs, ft, inbound.column, vis, hidden),
+        },
+      });
+    }
+  }
+
   for (const use of s.uses) {
+    if (use.use === 'write-target' && updatesRows) {
+      const inbound = inboundHidden(use.schema, use.table).find((x) => x.keys.includes(use.column));
+      if (inbound) {
+        const [fs, ft] = inbound.from.split('.') as [string, string];
+        const vis = hidden.column(fs, ft, inbound.column);
+        refuse(
+          use,
+          `column ${shortName(use.schema, use.table, use.column)} cannot be updated: the foreign key ${inbound.constraint} of ${inbound.from}.${inbound.column}, which is hidden from you, references it, so the update would tell whether a hidden value points at the row`,
+          hiddenDetail(ctx, roles, fs, ft, inbound.column, vis, hidden),
+          undefined,
+          vis,
+        );
+      }
+    }
     if (use.use === 'whole-row') {
       const cols = hidden.hiddenOf(use.schema, use.table);
       for (const c of cols) see(use.schema, use.table, c);
