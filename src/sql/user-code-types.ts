@@ -57,7 +57,9 @@ export function withUserCodeTypes(
   toChar: (byte: number) => number,
 ): StatementAnalysis {
   const types = catalog.types;
-  if (!types || analysis.refusal) return analysis;
+  // MANAGE statements need MANAGE already, and DDL names types that do not exist yet (CREATE
+  // TYPE) or writes function names where the grammar puts a TypeName (CREATE OPERATOR).
+  if (!types || analysis.refusal || analysis.kind === 'MANAGE') return analysis;
   const extra: Requirement[] = [];
   for (const t of typeNames(node)) {
     const name = t.names[t.names.length - 1] as string;
