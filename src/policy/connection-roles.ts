@@ -67,7 +67,7 @@ export function resolveConnectionRoles(
     );
   }
   const viewer = findPrincipal(config, request.viewer, now);
-  if (!viewer || viewer.kind !== 'user') return refused(`viewer "${request.viewer}" is unknown or disabled`);
+  if (viewer?.kind !== 'user') return refused(`viewer "${request.viewer}" is unknown or disabled`);
   const r = resolveRoles(config, viewer, role);
   if (!r.ok) return refused(`viewer "${request.viewer}" resolves to no role: ${r.message}`);
   return fromResolution(r, viewer.name, viewer.name);

@@ -42,7 +42,7 @@ export function maskDataRow(payload: Buffer, mask: ReadonlySet<number>): Buffer 
   for (let i = 0; i < n; i++) {
     if (at + 4 > payload.length) return dataRow(decodeDataRow(payload)); // malformed: the decoder says why
     const len = payload.readInt32BE(at);
-    const body = len < 0 ? 0 : len;
+    const body = Math.max(len, 0);
     size += 4 + (mask.has(i) ? MASK.length : body);
     at += 4 + body;
   }
@@ -55,7 +55,7 @@ export function maskDataRow(payload: Buffer, mask: ReadonlySet<number>): Buffer 
   at = 2;
   for (let i = 0; i < n; i++) {
     const len = payload.readInt32BE(at);
-    const body = len < 0 ? 0 : len;
+    const body = Math.max(len, 0);
     if (mask.has(i)) {
       out.writeInt32BE(MASK.length, w);
       MASK.copy(out, w + 4);

@@ -1,5 +1,5 @@
 // Types whose input runs user code, wherever a statement names one, and writes into columns of one.
-import type { Catalog } from '../catalog/types.js';
+import type { Catalog, CatalogType } from '../catalog/types.js';
 import type { AnalysisRefusal, Requirement, StatementAnalysis } from './analysis-types.js';
 import { effectivePath } from './query/catalog-names.js';
 
@@ -65,7 +65,7 @@ export function withUserCodeTypes(
     const name = t.names[t.names.length - 1] as string;
     const schemas =
       t.names.length >= 2 ? [t.names[t.names.length - 2] as string] : effectivePath(searchPath ?? []);
-    let found;
+    let found: CatalogType | undefined;
     for (const s of schemas) {
       found = types.get(`${s}.${name}`);
       if (found) break;
