@@ -9,6 +9,7 @@ import { decodeDataRow, decodeErrorResponse } from '../../src/wire/backend.js';
 import { BackendCode } from '../../src/wire/codes.js';
 import type { Frame } from '../../src/wire/framer.js';
 import { bind, execute, flush, parse, sync } from '../../src/wire/frontend-encode.js';
+import { ddl } from '../helpers/ddl.js';
 import { demoConfigObject, startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { RawClient } from '../helpers/raw-client.js';
 
@@ -123,7 +124,7 @@ describe('leaks', () => {
     let dba: pg.Client;
     beforeAll(async () => {
       dba = await proxy.client('dba');
-      await dba.query('drop schema if exists atk2 cascade');
+      await ddl(dba, 'drop schema if exists atk2 cascade');
       await dba.query('create schema atk2');
       await dba.query(
         "create function atk2.pick_email(int, int) returns text language sql stable as 'select email from public.users where id = $1'",
@@ -136,7 +137,7 @@ describe('leaks', () => {
       await dba.query('create domain atk2.has_email as int check (atk2.pick_email(value, 0) is not null)');
     });
     afterAll(async () => {
-      await dba.query('drop schema atk2 cascade');
+      await ddl(dba, 'drop schema atk2 cascade');
       await dba.end();
     });
 

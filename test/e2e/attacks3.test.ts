@@ -16,6 +16,7 @@ import {
   query,
   sync,
 } from '../../src/wire/frontend-encode.js';
+import { ddl } from '../helpers/ddl.js';
 import { demoConfigObject, startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { RawClient } from '../helpers/raw-client.js';
 
@@ -53,7 +54,7 @@ async function owner(): Promise<pg.Client> {
 
 beforeAll(async () => {
   setup = await owner();
-  await setup.query('drop schema if exists atk3 cascade');
+  await ddl(setup, 'drop schema if exists atk3 cascade');
   await setup.query('create schema atk3');
   await setup.query(`
     create table atk3.people (id int primary key, name text not null, ssn text, org_id int,
@@ -100,7 +101,7 @@ afterAll(async () => {
   await bob.end();
   await dba.end();
   await proxy.close();
-  await setup.query('drop schema if exists atk3 cascade');
+  await ddl(setup, 'drop schema if exists atk3 cascade');
   await setup.end();
 });
 
