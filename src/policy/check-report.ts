@@ -98,7 +98,12 @@ function statementBlock(
   const v = statementVerdict(d);
   if (d.verdict === 'refuse') lines.push(...refusalLines(r.sql, d.refusal, colour, '  '));
   else {
-    const masked = d.mask.map((k) => `column ${k + 1}`).join(', ');
+    const masked = d.mask
+      .map((k) => {
+        const name = s.resultColumns[k]?.name;
+        return name ? `${name} (column ${k + 1})` : `column ${k + 1}`;
+      })
+      .join(', ');
     lines.push(`  ${verdictWord(v, colour)}${d.mask.length > 0 ? ` (${masked} masked)` : ''}`);
     if (d.prepared) {
       const p = d.prepared;

@@ -91,7 +91,7 @@ describe('pgwarden check on the demo', () => {
     const r = check(['--config', config, '--user', 'alice', 'select id, email from users']);
     expect(r.code).toBe(0);
     expect(r.stdout).not.toContain('\u001b[');
-    expect(r.stdout).toContain('ALLOWED WITH MASKS (column 2 masked)');
+    expect(r.stdout).toContain('ALLOWED WITH MASKS (email (column 2) masked)');
     expect(r.stdout).toContain(
       [
         '  #  column  lineage             shown',
