@@ -150,21 +150,48 @@ program
   )
   .option('--iterations <n>', 'PBKDF2 iterations', '4096')
   .action(async (opts: { iterations: string }) => {
-    const chunks: Buffer[] = [];
-    if (process.stdin.isTTY) process.stderr.write('Password: ');
-    for await (const c of process.stdin) {
-      chunks.push(c as Buffer);
-      if (process.stdin.isTTY) break;
-    }
-    const password = Buffer.concat(chunks)
-      .toString('utf8')
-      .replace(/\r?\n$/, '');
+    const password = process.stdin.isTTY ? await readHidden('Password: ') : await readAll();
     if (password === '') {
       process.stderr.write('empty password\n');
       process.exit(EXIT_CONFIG);
     }
     process.stdout.write(`${createScramVerifier(password, { iterations: Number(opts.iterations) })}\n`);
   });
+
+/** All of stdin, without its last line break. */
+async function readAll(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
+}
+
+/** One line typed on the terminal, not echoed (raw mode); Ctrl-C aborts. */
+function readHidden(prompt: string): Promise<string> {
+  return new Promise((resolve) => {
+    process.stderr.write(prompt);
+    const stdin = process.stdin;
+    stdin.setRawMode(true);
+    stdin.resume();
+    let line = '';
+    const onData = (b: Buffer) => {
+      for (const ch of b.toString('utf8')) {
+        if (ch === '\u0003') process.exit(130);
+        if (ch === '\r' || ch === '\n') {
+          stdin.off('data', onData);
+          stdin.setRawMode(false);
+          stdin.pause();
+          process.stderr.write('\n');
+          resolve(line);
+          return;
+        }
+        line = ch === '\u007f' ? line.slice(0, -1) : line + ch;
+      }
+    };
+    stdin.on('data', onData);
+  });
+}
 
 /** Colour on a terminal only, and never with NO_COLOR set (https://no-color.org). */
 const colour = (): boolean => process.stdout.isTTY === true && !process.env.NO_COLOR;
