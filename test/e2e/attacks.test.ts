@@ -3,10 +3,8 @@
 // describe('blocked'): attacks that are correctly stopped today, kept as regression guards.
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { decodeDataRow, decodeErrorResponse } from '../../src/wire/backend.js';
-import { BackendCode } from '../../src/wire/codes.js';
-import type { Frame } from '../../src/wire/framer.js';
 import { bind, execute, parse, query, sync } from '../../src/wire/frontend-encode.js';
+import { cells, EMAILS, errorCodes, inRollback, outcome, SSNS } from '../helpers/outcomes.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { RawClient } from '../helpers/raw-client.js';
 
@@ -23,40 +21,6 @@ afterAll(async () => {
   await bob.end();
   await proxy.close();
 });
-
-/** The SQLSTATE a statement fails with, or 'ok' with its rows. */
-async function outcome(c: pg.Client, sql: string): Promise<{ code: string; rows: unknown[] }> {
-  return c.query(sql).then(
-    (r) => ({ code: 'ok', rows: r.rows }),
-    (e: pg.DatabaseError) => ({ code: e.code ?? 'unknown', rows: [] }),
-  );
-}
-
-/** Runs `sql` in a transaction that is rolled back (bob's writes leave nothing behind). */
-async function inRollback(c: pg.Client, sql: string): Promise<{ code: string; rows: unknown[] }> {
-  await c.query('begin');
-  try {
-    return await outcome(c, sql);
-  } finally {
-    await c.query('rollback');
-  }
-}
-
-const SSNS = ['901-13-7919', '902-16-5838', '903-19-3757'];
-const EMAILS = ['ada.tervo@example.com', 'bram.wendt@example.com', 'cleo.zeller@example.com'];
-
-/** Every DataRow cell of `frames` as text. */
-function cells(frames: readonly Frame[]): string[] {
-  return frames
-    .filter((f) => f.code === BackendCode.DataRow)
-    .flatMap((f) => decodeDataRow(f.payload).map((c) => c?.toString() ?? 'NULL'));
-}
-
-function errorCodes(frames: readonly Frame[]): string[] {
-  return frames
-    .filter((f) => f.code === BackendCode.ErrorResponse)
-    .map((f) => decodeErrorResponse(f.payload).code ?? '');
-}
 
 async function rawAlice(): Promise<RawClient> {
   const c = await RawClient.connect(proxy.port);

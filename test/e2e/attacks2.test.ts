@@ -5,11 +5,11 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DEMO_APP_PASSWORD } from '../../src/embedded/demo.js';
-import { decodeDataRow, decodeErrorResponse } from '../../src/wire/backend.js';
 import { BackendCode } from '../../src/wire/codes.js';
 import type { Frame } from '../../src/wire/framer.js';
 import { bind, execute, flush, parse, sync } from '../../src/wire/frontend-encode.js';
 import { ddl } from '../helpers/ddl.js';
+import { cells, EMAILS, errorCodes, inRollback, outcome, SSNS } from '../helpers/outcomes.js';
 import { demoConfigObject, startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { RawClient } from '../helpers/raw-client.js';
 
@@ -27,24 +27,6 @@ afterAll(async () => {
   await proxy.close();
 });
 
-/** The SQLSTATE a statement fails with, or 'ok' with its rows. */
-async function outcome(c: pg.Client, sql: string): Promise<{ code: string; rows: unknown[] }> {
-  return c.query(sql).then(
-    (r) => ({ code: 'ok', rows: r.rows }),
-    (e: pg.DatabaseError) => ({ code: e.code ?? 'unknown', rows: [] }),
-  );
-}
-
-/** Runs `sql` in a transaction that is rolled back (bob's writes leave nothing behind). */
-async function inRollback(c: pg.Client, sql: string): Promise<{ code: string; rows: unknown[] }> {
-  await c.query('begin');
-  try {
-    return await outcome(c, sql);
-  } finally {
-    await c.query('rollback');
-  }
-}
-
 /** A direct connection to the test PostgreSQL as the demo tables' owner (setup and cleanup only). */
 async function owner(): Promise<pg.Client> {
   const { port } = inject('pg');
@@ -57,22 +39,6 @@ async function owner(): Promise<pg.Client> {
   });
   await c.connect();
   return c;
-}
-
-const SSNS = ['901-13-7919', '902-16-5838', '903-19-3757'];
-const EMAILS = ['ada.tervo@example.com', 'bram.wendt@example.com', 'cleo.zeller@example.com'];
-
-/** Every DataRow cell of `frames` as text. */
-function cells(frames: readonly Frame[]): string[] {
-  return frames
-    .filter((f) => f.code === BackendCode.DataRow)
-    .flatMap((f) => decodeDataRow(f.payload).map((c) => c?.toString() ?? 'NULL'));
-}
-
-function errorCodes(frames: readonly Frame[]): string[] {
-  return frames
-    .filter((f) => f.code === BackendCode.ErrorResponse)
-    .map((f) => decodeErrorResponse(f.payload).code ?? '');
 }
 
 async function rawAlice(): Promise<RawClient> {
