@@ -28,40 +28,46 @@ export function maskRowDescription(payload: Buffer, mask: ReadonlySet<number>): 
 }
 
 /**
- * Rewrites a DataRow payload, replacing every masked field (NULL too) by `*****`. A masked
- * column's bytes are the same in text and binary format (text's binary form is its UTF-8
- * bytes), so a driver that asked for binary decodes it too. Returns the whole new message.
+ * Rewrites a DataRow, replacing every masked field (NULL too) by `*****`. A masked column's bytes
+ * are the same in text and binary format (text's binary form is its UTF-8 bytes), so a driver
+ * that asked for binary decodes it too. Input: the whole message (`D`, Int32 length, payload) and
+ * `alloc`, which hands out a buffer of exactly the size asked (the relay carves them out of one
+ * larger buffer, so a run of masked rows is one contiguous write). Output: the new message, in
+ * memory from `alloc`. A malformed message is re-encoded through the decoder, which throws
+ * ProtocolError 08P01.
  */
-export function maskDataRow(payload: Buffer, mask: ReadonlySet<number>): Buffer {
-  // One pass to size the new message, one to fill it: a single allocation per row.
-  // DataRow payload: Int16 field count, then per field Int32 length (-1 for NULL) and the bytes.
-  if (payload.length < 2) return dataRow(decodeDataRow(payload));
-  const n = payload.readInt16BE(0);
+export function maskDataRow(
+  message: Buffer,
+  mask: ReadonlySet<number>,
+  alloc: (bytes: number) => Buffer = (n) => Buffer.allocUnsafe(n),
+): Buffer {
+  // DataRow: Byte1 'D', Int32 length, Int16 field count, per field Int32 length (-1 NULL) + bytes.
+  const end = message.length;
+  if (end < 7) return dataRow(decodeDataRow(message.subarray(5)));
+  const n = message.readInt16BE(5);
   let size = 4 + 2;
-  let at = 2;
+  let at = 7;
   for (let i = 0; i < n; i++) {
-    if (at + 4 > payload.length) return dataRow(decodeDataRow(payload)); // malformed: the decoder says why
-    const len = payload.readInt32BE(at);
-    const body = Math.max(len, 0);
+    if (at + 4 > end) return dataRow(decodeDataRow(message.subarray(5)));
+    const body = Math.max(message.readInt32BE(at), 0);
     size += 4 + (mask.has(i) ? MASK.length : body);
     at += 4 + body;
   }
-  if (at !== payload.length) return dataRow(decodeDataRow(payload));
-  const out = Buffer.allocUnsafe(1 + size);
+  if (at !== end) return dataRow(decodeDataRow(message.subarray(5)));
+  const out = alloc(1 + size);
   out[0] = 0x44; // 'D'
   out.writeInt32BE(size, 1);
   out.writeInt16BE(n, 5);
   let w = 7;
-  at = 2;
+  at = 7;
   for (let i = 0; i < n; i++) {
-    const len = payload.readInt32BE(at);
-    const body = Math.max(len, 0);
+    const body = Math.max(message.readInt32BE(at), 0);
     if (mask.has(i)) {
       out.writeInt32BE(MASK.length, w);
       MASK.copy(out, w + 4);
       w += 4 + MASK.length;
     } else {
-      payload.copy(out, w, at, at + 4 + body);
+      message.copy(out, w, at, at + 4 + body);
       w += 4 + body;
     }
     at += 4 + body;

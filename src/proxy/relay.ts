@@ -130,6 +130,9 @@ export interface RelayOptions {
  * the upstream transaction exactly as the refused message would have in Postgres.
  */
 const PROBE_STATEMENT = 'pgwarden\u0001refused';
+/** Size of the buffers masked rows are written into (bytes). */
+const SCRATCH_BYTES = 256 * 1024;
+
 /** Extended-protocol messages that may open an implicit transaction until Sync. */
 const EXTENDED: ReadonlySet<number> = new Set([
   FrontendCode.Parse,
@@ -177,6 +180,22 @@ export class Relay {
   /** An extended-protocol message came since the last Sync: an implicit transaction may be open upstream. */
   private extendedOpen = false;
   private closed = false;
+
+  /**
+   * Memory for rewritten rows, handed out front to back and never reused: consecutive masked
+   * rows land side by side, so they leave as one write (a queued write still holds its range).
+   */
+  private scratch = Buffer.alloc(0);
+  private scratchAt = 0;
+  private readonly carve = (bytes: number): Buffer => {
+    if (this.scratchAt + bytes > this.scratch.length) {
+      this.scratch = Buffer.allocUnsafe(Math.max(SCRATCH_BYTES, bytes));
+      this.scratchAt = 0;
+    }
+    const out = this.scratch.subarray(this.scratchAt, this.scratchAt + bytes);
+    this.scratchAt += bytes;
+    return out;
+  };
 
   constructor(private readonly o: RelayOptions) {
     this.framer = new MessageFramer({ maxMessageBytes: o.maxMessageBytes, startup: false });
@@ -763,9 +782,14 @@ export class Relay {
     if (run) out.push(Buffer.from(run.buffer, run.byteOffset, runEnd - run.byteOffset));
     if (out.length === 0) return;
     const client = this.o.client;
-    // Rewritten messages (masked DataRows) are separate buffers: one copy into a single buffer
-    // costs far less than a stream write per row.
-    client.write(out.length === 1 ? (out[0] as Buffer) : Buffer.concat(out));
+    // Runs are few: the chunk's unchanged messages, and masked rows side by side in scratch memory.
+    if (out.length === 1) client.write(out[0] as Buffer);
+    else if (out.length > 8) client.write(Buffer.concat(out));
+    else {
+      client.cork();
+      for (const b of out) client.write(b);
+      client.uncork();
+    }
     if (client.writableNeedDrain) {
       this.o.upstream.socket.pause();
       client.once('drain', () => this.o.upstream.socket.resume());
@@ -918,7 +942,7 @@ export class Relay {
   }
 
   private dataRow(plan: StatementPlan | null, f: Frame): Buffer {
-    return plan && plan.mask.size > 0 ? maskDataRow(f.payload, plan.mask) : f.bytes;
+    return plan && plan.mask.size > 0 ? maskDataRow(f.bytes, plan.mask, this.carve) : f.bytes;
   }
 
   private completed(plan: StatementPlan | null, sql: string, started: number, tag: string): void {
