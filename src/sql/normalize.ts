@@ -106,7 +106,32 @@ export function normalizedKey(parsed: ParsedSql): string | null {
     if (st.nodeType === 'SelectStmt' && (st.node as { intoClause?: unknown }).intoClause !== undefined)
       return null;
   }
+  // set_config reads literals outside its own arguments too (pg_dump's `set_config(name, …)
+  // FROM pg_settings WHERE name = '<setting>'` takes the setting from the WHERE literal): a
+  // statement calling it is never shared (attack corpus 4).
+  if (callsSetConfig(parsed.tree.stmts ?? [])) return null;
   const out: string[] = [String(parsed.text.length), '|'];
   serialize(parsed.tree.stmts ?? [], false, out);
   return out.join('');
+}
+
+/** True when any FuncCall in `tree` is named set_config (qualified or not). */
+function callsSetConfig(tree: unknown): boolean {
+  const stack: unknown[] = [tree];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    if (Array.isArray(v)) {
+      stack.push(...v);
+      continue;
+    }
+    const o = v as Record<string, unknown>;
+    const call = o.FuncCall as { funcname?: { String?: { sval?: string } }[] } | undefined;
+    if (call) {
+      const names = call.funcname ?? [];
+      if (names[names.length - 1]?.String?.sval === 'set_config') return true;
+    }
+    for (const k in o) stack.push(o[k]);
+  }
+  return false;
 }
