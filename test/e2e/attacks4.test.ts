@@ -23,7 +23,10 @@ describe('leaks', () => {
   test('cache-set-config-pg-settings-where-literal: a same-length harmless setting name does not make set_config(search_path) through pg_settings pass', async () => {
     const before = (await outcome(alice, 'show search_path')).rows;
     // Warm-up: a harmless setting of the same length (11) as search_path; the upstream error does not matter.
-    await outcome(alice, "SELECT set_config(name, 'pg_temp,public,q', false) FROM pg_settings WHERE name = 'lc_monetary'");
+    await outcome(
+      alice,
+      "SELECT set_config(name, 'pg_temp,public,q', false) FROM pg_settings WHERE name = 'lc_monetary'",
+    );
     const attack = await outcome(
       alice,
       "SELECT set_config(name, 'pg_temp,public,q', false) FROM pg_settings WHERE name = 'search_path'",
