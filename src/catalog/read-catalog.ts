@@ -111,10 +111,13 @@ SELECT c.conrelid, CASE c.contype WHEN 'c' THEN 'check' ELSE 'foreign' END, c.co
   LEFT JOIN pg_class rc ON rc.oid = c.confrelid LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
  WHERE c.contype IN ('c', 'f') AND c.conrelid <> 0;
 WITH RECURSIVE edges(child, parent) AS (
-  -- What a type is built on: an array on its element, a domain on its base type, a composite type
-  -- (row types of tables included) on each attribute's type.
+  -- What a type is built on: an array on its element, a domain on its base type, a range on its
+  -- subtype and a multirange on its range, a composite type (row types of tables included) on each
+  -- attribute's type.
   SELECT t.typelem, t.oid FROM pg_type t WHERE t.typcategory = 'A' AND t.typelem <> 0
   UNION ALL SELECT t.typbasetype, t.oid FROM pg_type t WHERE t.typtype = 'd'
+  UNION ALL SELECT r.rngsubtype, r.rngtypid FROM pg_range r
+  UNION ALL SELECT r.rngtypid, r.rngmultitypid FROM pg_range r
   UNION ALL SELECT a.atttypid, t.oid FROM pg_type t
     JOIN pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
    WHERE t.typtype = 'c'

@@ -315,7 +315,11 @@ function checkUses(
     for (const rel of ctx.catalog.relations.values()) {
       for (const c of rel.constraints ?? []) {
         if (c.references?.schema !== schema || c.references.table !== table) continue;
-        const h = c.columns.find((x) => hidden.column(rel.schema, rel.name, x).hidden);
+        // Any hidden column of the referencing table counts, not only the key's: a cascaded update
+        // or delete there runs its CHECKs and unique indexes, and its errors print the row.
+        const h =
+          c.columns.find((x) => hidden.column(rel.schema, rel.name, x).hidden) ??
+          hidden.hiddenOf(rel.schema, rel.name)[0];
         if (h)
           out.push({
             from: `${rel.schema}.${rel.name}`,

@@ -79,3 +79,20 @@ export class HiddenColumns {
     return out;
   }
 }
+
+/**
+ * True when `roles` see every column of `database`: SEE is granted at the database level and no
+ * rule of theirs denies SEE anywhere in it. Used to decide whether an error whose statement names
+ * no hidden column may still carry a row (a cascaded constraint failure prints the row of another
+ * table in its DETAIL). Pure.
+ */
+export function seesEverything(config: Config, roles: readonly string[], database: string): boolean {
+  if (!checkAction(config, roles, 'SEE', database, { level: 'database' }).granted) return false;
+  for (const r of roles) {
+    for (const p of (Object.hasOwn(config.roles, r) ? config.roles[r]?.permissions : undefined) ?? []) {
+      if (p.effect === 'deny' && p.actions.includes('SEE') && (p.database === '*' || p.database === database))
+        return false;
+    }
+  }
+  return true;
+}

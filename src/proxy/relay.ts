@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { buildCatalog, CATALOG_READS, type ResultRows } from '../catalog/read-catalog.js';
 import type { Catalog } from '../catalog/types.js';
 import type { Refusal } from '../policy/decision-types.js';
+import { seesEverything } from '../policy/hidden-columns.js';
 import type { AnalysisCache } from '../sql/analyze.js';
 import {
   decodeCommandComplete,
@@ -886,9 +887,15 @@ export class Relay {
       if (!this.expects.some((e) => e.t === 'sync')) this.skipping = true;
     }
     if (this.discarding) return null;
-    const redact = plan?.redact || (head?.t === 'query' && head.plans.some((p) => p.redact));
-    if (!redact) return f.bytes;
+    let redact = plan?.redact || (head?.t === 'query' && head.plans.some((p) => p.redact));
     const fields = decodeErrorResponse(f.payload);
+    // A constraint failure may be another table's (a cascade, a trigger): its DETAIL prints that
+    // row. A caller who does not see everything never gets constraint DETAILs.
+    if (!redact && fields.code.startsWith('23')) {
+      const g = this.o.gateSession;
+      redact = !seesEverything(g.config, g.roles, g.database);
+    }
+    if (!redact) return f.bytes;
     if (fields.severity === 'FATAL' || fields.severity === 'PANIC') return f.bytes;
     return errorResponse(redactError(fields));
   }

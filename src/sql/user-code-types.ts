@@ -90,13 +90,28 @@ export function withUserCodeTypes(
   const oids = catalog.userCodeTypeOids;
   if (oids && oids.size > 0) {
     for (const u of analysis.uses) {
-      if (u.use !== 'write-target') continue;
-      const col = catalog.relations.get(`${u.schema}.${u.table}`)?.columns.find((c) => c.name === u.column);
+      const rel = catalog.relations.get(`${u.schema}.${u.table}`);
+      if (u.use === 'whole-row') {
+        // A row of such a table handed to a function (json_populate_record(t, …)) is rebuilt
+        // through its column types' input: the statement names no type, the row carries them.
+        const col = rel?.columns.find((c) => oids.has(c.typeOid));
+        if (col) {
+          extra.push({
+            action: 'MANAGE',
+            object: { level: 'database' },
+            reason: `a row of ${u.table}, whose column ${col.name} has a type whose input runs user code`,
+            location: u.location,
+          });
+        }
+        continue;
+      }
+      if (u.use !== 'write-target' && u.use !== 'compute') continue;
+      const col = rel?.columns.find((c) => c.name === u.column);
       if (col && oids.has(col.typeOid)) {
         extra.push({
           action: 'MANAGE',
           object: { level: 'database' },
-          reason: `write to ${u.table}.${u.column}, whose type's input runs user code`,
+          reason: `${u.use === 'write-target' ? 'write to' : 'computing with'} ${u.table}.${u.column}, whose type's input runs user code`,
           location: u.location,
         });
       }
