@@ -6,7 +6,6 @@ import type {
   CatalogFunction,
   CatalogRelation,
   CatalogType,
-  CatalogUserType,
   RelationKind,
 } from './types.js';
 import { catalogKey } from './types.js';
@@ -347,16 +346,12 @@ export function buildCatalog(
     );
   }
 
-  const userCodeTypes = new Map<string, CatalogUserType>();
   const types = new Map<string, CatalogType>();
   const userCodeTypeOids = new Set<number>();
   for (const r of rows<UserTypeRow>(RESULT.userTypes)) {
     const t = Object.freeze({ oid: r.oid, schema: r.nspname, name: r.typname, why: r.why });
     types.set(catalogKey(r.nspname, r.typname), t);
-    if (r.why !== null) {
-      userCodeTypes.set(catalogKey(r.nspname, r.typname), t as CatalogUserType);
-      userCodeTypeOids.add(r.oid);
-    }
+    if (r.why !== null) userCodeTypeOids.add(r.oid);
   }
 
   const functions = new Map<string, CatalogFunction[]>();
@@ -392,7 +387,6 @@ export function buildCatalog(
     namespaces,
     relations,
     functions,
-    userCodeTypes,
     types,
     userCodeTypeOids,
   });

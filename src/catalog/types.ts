@@ -43,19 +43,11 @@ export interface CatalogConstraint {
 }
 
 /**
- * A type outside pg_catalog whose input runs user code: a domain (its CHECK constraints may call
- * any function), an array of one, or a type a user-defined cast function converts to. A cast to
- * it is a function call in disguise (DESIGN.md "Side channels": casts to domains need MANAGE).
+ * Any type (pg_type row outside pg_toast). `why` is set when its input runs user code: a domain
+ * (its CHECKs may call any function), a target of a user-defined cast, or a type built on one
+ * (array, domain, range, multirange, composite). Naming one is a function call in disguise
+ * (DESIGN.md "Side channels": casts to domains need MANAGE).
  */
-export interface CatalogUserType {
-  readonly oid: number;
-  readonly schema: string;
-  readonly name: string;
-  /** `domain`, `user cast`, or `contains …` for an array, domain or composite built on one. */
-  readonly why: string;
-}
-
-/** Any type (pg_type row outside pg_toast); `why` is set when its input runs user code. */
 export interface CatalogType {
   readonly oid: number;
   readonly schema: string;
@@ -109,8 +101,6 @@ export interface Catalog {
   readonly namespaces: ReadonlySet<string>;
   readonly relations: ReadonlyMap<string, CatalogRelation>;
   readonly functions: ReadonlyMap<string, readonly CatalogFunction[]>;
-  /** Types whose input runs user code, by `schema.name` (absent: none known). */
-  readonly userCodeTypes?: ReadonlyMap<string, CatalogUserType>;
   /** Every type by `schema.name` (absent: not read, e.g. an old fixture). */
   readonly types?: ReadonlyMap<string, CatalogType>;
   /** OIDs of the types whose input runs user code (a write to a column of one runs it too). */

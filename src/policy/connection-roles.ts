@@ -74,8 +74,11 @@ export function resolveConnectionRoles(
 }
 
 /**
- * The same resolution for an open session after a reload: the principal must still exist
- * (a revoked or expired key, a removed or disabled user is refused), then as at connect.
+ * The same resolution for an open session after a reload (issue 4: "After a policy reload every
+ * open session's roles are resolved again; a session whose identity lost every role, or whose
+ * key was revoked or expired, is closed with FATAL 28000"; call it on reload and on a timer for
+ * key expiry): the principal must still exist — a revoked or expired key, a removed or disabled
+ * user is refused, saying which — then as at connect.
  */
 export function connectionRolesAfterReload(
   config: Config,
@@ -83,7 +86,16 @@ export function connectionRolesAfterReload(
   now: number,
 ): ConnectionRoles {
   const principal = findPrincipal(config, login.user, now);
-  if (!principal)
-    return refused(`"${login.user}" may no longer log in (revoked, expired, disabled or removed)`);
+  if (!principal) return refused(goneReason(config, login.user, now));
   return resolveConnectionRoles(config, principal, login, now);
+}
+
+/** Why `user` no longer logs in under `config` at `now`: revoked, expired, disabled or gone. */
+function goneReason(config: Config, user: string, now: number): string {
+  const key = config.api_keys.find((k) => k.id === user);
+  if (key?.revoked) return `API key "${user}" was revoked`;
+  if (key && key.expires_at !== null && Date.parse(key.expires_at) <= now)
+    return `API key "${user}" has expired`;
+  if (Object.hasOwn(config.users, user) && config.users[user]?.disabled) return `user "${user}" is disabled`;
+  return `user "${user}" no longer exists`;
 }

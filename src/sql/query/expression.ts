@@ -1,7 +1,7 @@
 // The expression walker: one handler per expression node kind, every other node kind refused (0A000).
 import type { TestClause } from '../analysis-types.js';
 import { BUILTIN_OPERATOR_NAMES } from './builtin-operators.js';
-import { effectivePath, resolveFunction } from './catalog-names.js';
+import { resolveFunction } from './catalog-names.js';
 import { type Resolved, resolveColumnRef } from './column-ref.js';
 import { QueryRefusal, unsupported } from './errors.js';
 import { consume, consumeWholeRow, type Lineage, requireSelect } from './lineage.js';
@@ -246,10 +246,8 @@ const EXPRESSION_HANDLERS = {
   A_Expr: aExpr,
   BoolExpr: (env, b, mode) => walkList(env, b.args, nested(mode, 'boolean')),
   FuncCall: funcCall,
-  TypeCast: (env, b, mode) => {
-    requireUserCodeCast(env, b.typeName, loc(b));
-    walkExpr(env, b.arg, nested(mode, 'cast'));
-  },
+  // Types whose input runs user code are checked for every TypeName of the statement (user-code-types.ts).
+  TypeCast: (env, b, mode) => walkExpr(env, b.arg, nested(mode, 'cast')),
   CollateClause: (env, b, mode) => walkExpr(env, b.arg, nested(mode, 'collate')),
   SubLink: subLink,
   CaseExpr: caseExpr,
@@ -484,25 +482,3 @@ export const NOT_EXPRESSIONS: Record<Exclude<NodeName, ExpressionNode>, true> = 
   CallContext: true,
   ScanToken: true,
 };
-
-/**
- * A cast to a type whose input runs user code (a domain's CHECK, a user-defined cast function)
- * needs MANAGE (DESIGN.md "Side channels"): the code could carry the value out, or fail only for
- * some values. The type name resolves like Postgres's: qualified, or pg_catalog then the path.
- */
-function requireUserCodeCast(env: Env, typeName: unknown, location: number): void {
-  const types = env.state.catalog.userCodeTypes;
-  if (!types || types.size === 0 || typeName === null || typeof typeName !== 'object') return;
-  const parts = names((typeName as { names?: unknown }).names);
-  const name = parts[parts.length - 1];
-  if (!name) return;
-  const schemas = parts.length >= 2 ? [parts[parts.length - 2] as string] : effectivePath(env.state.path);
-  for (const s of schemas) {
-    if (s === 'pg_catalog') break; // pg_catalog's own types come first and run no user code
-    const t = types.get(`${s}.${name}`);
-    if (t) {
-      env.state.requireManage(`cast to ${t.why} ${t.schema}.${t.name}`, location);
-      return;
-    }
-  }
-}

@@ -1,7 +1,7 @@
-// rolesAfterReload: an open session's roles after a reload, or the 28000 that closes it.
+// connectionRolesAfterReload: an open session's roles after a reload, or the 28000 that closes it.
 import { describe, expect, test } from 'vitest';
 import { createKey, revokeKey } from '../../../src/policy/api-keys.js';
-import { rolesAfterReload } from '../../../src/policy/session-roles.js';
+import { connectionRolesAfterReload as rolesAfterReload } from '../../../src/policy/connection-roles.js';
 import { makeConfig } from './policy-fixtures.js';
 
 const NOW = Date.parse('2025-01-01T00:00:00Z');
@@ -24,6 +24,7 @@ describe('after a policy reload (issue 4)', () => {
     const before = makeConfig({ demo: true, users: { alice: { password: 'a' } }, roles });
     expect(rolesAfterReload(before, { user: 'alice' }, NOW)).toEqual({
       ok: true,
+      identity: 'alice',
       roles: ['analyst', 'support'],
     });
     const after = makeConfig({
@@ -31,7 +32,11 @@ describe('after a policy reload (issue 4)', () => {
       users: { alice: { password: 'a' } },
       roles: { ...roles, support: {} },
     });
-    expect(rolesAfterReload(after, { user: 'alice' }, NOW)).toEqual({ ok: true, roles: ['analyst'] });
+    expect(rolesAfterReload(after, { user: 'alice' }, NOW)).toEqual({
+      ok: true,
+      identity: 'alice',
+      roles: ['analyst'],
+    });
   });
 
   test('an identity that lost every role is closed with 28000', () => {
@@ -59,6 +64,7 @@ describe('after a policy reload (issue 4)', () => {
       makeConfig({ demo: true, users, roles, api_keys: apiKeys });
     expect(rolesAfterReload(cfg(key.keys), { user: key.key.id }, NOW)).toEqual({
       ok: true,
+      identity: key.key.id,
       roles: ['analyst'],
     });
     expect(rolesAfterReload(cfg(revoked.keys), { user: key.key.id }, NOW)).toEqual({
