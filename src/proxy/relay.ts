@@ -889,9 +889,10 @@ export class Relay {
     if (this.discarding) return null;
     let redact = plan?.redact || (head?.t === 'query' && head.plans.some((p) => p.redact));
     const fields = decodeErrorResponse(f.payload);
-    // A constraint failure may be another table's (a cascade, a trigger): its DETAIL prints that
-    // row. A caller who does not see everything never gets constraint DETAILs.
-    if (!redact && fields.code.startsWith('23')) {
+    // A constraint failure or data exception may come from another table than the statement
+    // names (a cascade, a trigger): its DETAIL or MESSAGE prints that row or value. A caller who
+    // does not see everything gets neither, whatever the statement.
+    if (!redact && (fields.code.startsWith('23') || fields.code.startsWith('22'))) {
       const g = this.o.gateSession;
       redact = !seesEverything(g.config, g.roles, g.database);
     }

@@ -165,6 +165,17 @@ describe('bob (support): writes and error redaction', () => {
     expect(e.message).toBe('invalid_text_representation');
   });
 
+  test('a caller who does not see everything gets data exceptions by name, whatever the table', async () => {
+    // The value could come from another table than the statement names (a cascade, a trigger).
+    const e = await refused(alice, "select 'abc'::int from orders where id = 1");
+    expect(e.code).toBe('22P02');
+    expect(e.message).toBe('invalid_text_representation');
+    const dba = await proxy.client('dba');
+    const d = await refused(dba, "select 'abc'::int from orders where id = 1");
+    expect(d.message).toBe('invalid input syntax for type integer: "abc"');
+    await dba.end();
+  });
+
   test('writing a hidden column is allowed', async () => {
     await bob.query('begin');
     const r = await bob.query("update users set email = 'new@example.com' where id = 5");
