@@ -1,0 +1,286 @@
+// The relay's shared state and the steps every flow uses: sending upstream, refusing, deciding, auditing.
+import type net from 'node:net';
+import type { Logger } from 'pino';
+import type { ResultRows } from '../catalog/read-catalog.js';
+import type { Refusal } from '../policy/decision-types.js';
+import type { AnalysisCache } from '../sql/analyze.js';
+import { type ErrorFields, errorResponse } from '../wire/backend.js';
+import { FrontendCode } from '../wire/codes.js';
+import { type Frame, MessageFramer } from '../wire/framer.js';
+import { bind as encodeBind, query as encodeQuery } from '../wire/frontend-encode.js';
+import { type AuditLog, normalizeForAudit, rowsOfTag } from './audit.js';
+import {
+  type Decider,
+  type GateResult,
+  type GateSession,
+  gate,
+  type StatementPlan,
+  sliceCodePoints,
+} from './statement-gate.js';
+import type { UpstreamSession } from './upstream.js';
+
+/** A bound portal: the plan of its statement and the statement's text (for the audit). */
+export interface PortalEntry {
+  readonly plan: StatementPlan | null;
+  readonly sql: string;
+}
+
+/** A protocol-level prepared statement: its text and the plan decided for it, with what it was decided under. */
+export interface PreparedEntry {
+  readonly sql: string;
+  readonly plan: StatementPlan | null;
+  readonly pathVersion: number;
+  readonly catalogVersion: number;
+}
+
+/**
+ * The normalized audit text of a statement, computed once per analysis: an analysis is shared by
+ * every text that differs only in literals (the analysis cache's normalized key), and literals are
+ * exactly what normalization removes.
+ */
+const auditTexts = new WeakMap<object, string>();
+function auditText(statement: StatementPlan['statement'], sql: string): string {
+  let t = auditTexts.get(statement);
+  if (t === undefined) {
+    t = normalizeForAudit(sliceCodePoints(sql, statement.location, statement.length));
+    auditTexts.set(statement, t);
+  }
+  return t;
+}
+
+/** Replies the upstream owes us, in order (DESIGN.md "a queue of expected replies"). */
+export type Expect =
+  | {
+      readonly t: 'query';
+      readonly plans: readonly StatementPlan[];
+      index: number;
+      readonly sql: string;
+      readonly started: number;
+    }
+  | { readonly t: 'parse'; readonly entry: PreparedEntry; readonly undo: () => void }
+  | { readonly t: 'bind'; readonly undo: () => void }
+  | { readonly t: 'describe'; readonly plan: StatementPlan | null }
+  | {
+      readonly t: 'execute';
+      readonly plan: StatementPlan | null;
+      readonly sql: string;
+      readonly started: number;
+    }
+  | { readonly t: 'close'; readonly undo: () => void }
+  | { readonly t: 'sync' }
+  /** pgwarden's own catalog read on this session: every reply is consumed here, none reaches the client. */
+  | {
+      readonly t: 'internal';
+      readonly results: ResultRows[];
+      fields: ((v: string) => unknown)[];
+      names: string[];
+      rows: Record<string, unknown>[];
+      failed: boolean;
+      readonly done: (r: ResultRows[] | null) => void;
+    }
+  /** A message we sent in place of a refused one, so the upstream's transaction fails as Postgres's would. */
+  | { readonly t: 'probe'; readonly error: Buffer; readonly untilReady: boolean };
+
+/** What the relay needs from its session. */
+export interface RelayOptions {
+  readonly client: net.Socket;
+  readonly upstream: UpstreamSession;
+  readonly log: Logger;
+  readonly audit: AuditLog;
+  readonly connId: number;
+  readonly identity: string;
+  /** The viewer the connection acts for (issue 8), when it names one. */
+  readonly viewer?: string;
+  readonly gateSession: GateSession;
+  readonly cache: AnalysisCache;
+  readonly decide: Decider;
+  readonly invalidateCatalog: () => void;
+  readonly maxMessageBytes: number;
+  /** Ends the session with a FATAL (or quietly). */
+  readonly terminate: (fatal?: ErrorFields) => void;
+  readonly onTransactionStatus: (status: 'I' | 'T' | 'E') => void;
+}
+
+/**
+ * A statement name no client can send: Bind to it fails with 26000 at the upstream without side
+ * effects (exec_bind_message looks the statement up before it creates a portal), which aborts
+ * the upstream transaction exactly as the refused message would have in Postgres.
+ */
+export const PROBE_STATEMENT = 'pgwarden\u0001refused';
+/** Size of the buffers masked rows are written into (bytes). */
+export const SCRATCH_BYTES = 256 * 1024;
+
+/** Extended-protocol messages that may open an implicit transaction until Sync. */
+const EXTENDED: ReadonlySet<number> = new Set([
+  FrontendCode.Parse,
+  FrontendCode.Bind,
+  FrontendCode.Describe,
+  FrontendCode.Execute,
+  FrontendCode.Close,
+]);
+
+/** A simple-query probe: a syntax error, answered ErrorResponse + ReadyForQuery with no effect. */
+export const PROBE_QUERY = 'pgwarden_refused';
+
+function refusalFields(r: Refusal): ErrorFields {
+  return {
+    severity: 'ERROR',
+    code: r.sqlstate,
+    message: r.message,
+    ...(r.detail ? { detail: r.detail } : {}),
+    ...(r.hint ? { hint: r.hint } : {}),
+    ...(r.position !== undefined ? { position: r.position } : {}),
+  };
+}
+
+/**
+ * The state one relay keeps (the queue of expected replies, prepared statements, portals, the
+ * transaction status) and the steps the protocol's flows share: `send` upstream, refusals in
+ * place of a message (a probe upstream, then our ErrorResponse), the gate, the audit. The flows
+ * build on it: in-band catalog reads, result replies, Simple Query, the extended protocol, the
+ * upstream's replies, then `Relay` itself.
+ */
+export abstract class RelayCore {
+  protected readonly framer: MessageFramer;
+  protected readonly expects: Expect[] = [];
+  protected readonly statements = new Map<string, PreparedEntry>();
+  protected readonly portals = new Map<string, PortalEntry>();
+  /** Client messages waiting for the one being decided (decisions may await a catalog load). */
+  protected readonly inbox: Frame[] = [];
+  protected working = false;
+  /** After a refusal or error in an extended batch: drop client messages until Sync, as Postgres does. */
+  protected skipping = false;
+  /** After an origin mismatch: drop upstream replies until ReadyForQuery. */
+  protected discarding = false;
+  protected status: 'I' | 'T' | 'E' = 'I';
+  protected batchOpen = false;
+  /** An extended-protocol message came since the last Sync: an implicit transaction may be open upstream. */
+  protected extendedOpen = false;
+  protected closed = false;
+
+  constructor(protected readonly o: RelayOptions) {
+    this.framer = new MessageFramer({ maxMessageBytes: o.maxMessageBytes, startup: false });
+  }
+
+  /** Transactions ended so far (ReadyForQuery back to idle): a session's own catalog lives within one. */
+  transactionsEnded = 0;
+
+  /** Transaction status of the last ReadyForQuery. */
+  get transactionStatus(): 'I' | 'T' | 'E' {
+    return this.status;
+  }
+
+  /** True while replies are owed (a statement is running upstream). */
+  get busy(): boolean {
+    return this.expects.length > 0 || this.inbox.length > 0 || this.working;
+  }
+
+  /** Stops processing (the session is closing). */
+  stop(): void {
+    this.closed = true;
+  }
+
+  protected send(bytes: Buffer): void {
+    // What went up decides whether an implicit extended-protocol transaction is open there.
+    const code = bytes[0] as number;
+    if (code === FrontendCode.Sync) this.extendedOpen = false;
+    else if (EXTENDED.has(code)) this.extendedOpen = true;
+    this.o.upstream.socket.write(bytes);
+  }
+
+  protected startBatch(): void {
+    if (!this.batchOpen) {
+      this.o.gateSession.paths.batchStarted(this.status);
+      this.batchOpen = true;
+    }
+  }
+
+  private auditRefusal(sql: string, r: Refusal, kind = 'UNKNOWN'): void {
+    const s = this.o.gateSession;
+    this.o.audit.write({
+      conn: this.o.connId,
+      identity: this.o.identity,
+      ...(this.o.viewer !== undefined ? { viewer: this.o.viewer } : {}),
+      roles: s.roles,
+      database: s.database,
+      kind,
+      sql: normalizeForAudit(sql),
+      decision: 'refused',
+      reason: r.message,
+      sqlstate: r.sqlstate,
+      ...(r.rule ? { rule: `roles.${r.rule.role}.permissions[${r.rule.index}]` } : {}),
+    });
+  }
+
+  protected auditDone(plan: StatementPlan | null, sql: string, started: number, tag: string): void {
+    const s = this.o.gateSession;
+    const masked = plan ? [...plan.mask].map((i) => plan.statement.resultColumns[i]?.name ?? String(i)) : [];
+    const rows = rowsOfTag(tag);
+    this.o.audit.write({
+      conn: this.o.connId,
+      identity: this.o.identity,
+      ...(this.o.viewer !== undefined ? { viewer: this.o.viewer } : {}),
+      roles: s.roles,
+      database: s.database,
+      kind: plan?.statement.kind ?? 'UNKNOWN',
+      sql: plan ? auditText(plan.statement, sql) : normalizeForAudit(sql),
+      decision: masked.length > 0 ? 'masked' : 'allowed',
+      ...(masked.length > 0 ? { masked } : {}),
+      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+      ...(rows !== undefined ? { rows } : {}),
+    });
+  }
+
+  /** Refuses a Query or FunctionCall: a syntax-error probe upstream, its ErrorResponse replaced by ours. */
+  protected refuseSimple(r: Refusal): void {
+    this.expects.push({ t: 'probe', error: errorResponse(refusalFields(r)), untilReady: true });
+    this.send(encodeQuery(PROBE_QUERY));
+  }
+
+  /** Refuses an extended-protocol message: a failing Bind probe, then skip to Sync. */
+  protected refuseExtended(r: Refusal): void {
+    this.expects.push({ t: 'probe', error: errorResponse(refusalFields(r)), untilReady: false });
+    this.send(encodeBind({ portal: '', statement: PROBE_STATEMENT }));
+    this.skipping = true;
+  }
+
+  /**
+   * Runs the gate for `sql` and hands its result to `then` — synchronously when the gate could
+   * decide without waiting (a loaded catalog: the hot path), else once it has. A catalog that
+   * cannot be read becomes a refusal (08006) passed to `onFailure`.
+   */
+  protected withGate(
+    sql: string,
+    allowed: (r: GateResult & { ok: true }) => void,
+    refuse: (r: Refusal) => void,
+  ): Promise<void> | undefined {
+    const then = (r: GateResult) => {
+      if (r.ok) return allowed(r);
+      this.auditRefusal(sql, r.refusal, r.statement?.kind);
+      refuse(r.refusal);
+    };
+    let r: GateResult | Promise<GateResult>;
+    try {
+      r = gate(sql, this.o.gateSession, this.o.cache, this.o.decide);
+    } catch (e) {
+      refuse(this.catalogFailure(e));
+      return undefined;
+    }
+    if (!(r instanceof Promise)) {
+      then(r);
+      return undefined;
+    }
+    return r.then(then, (e: unknown) => refuse(this.catalogFailure(e)));
+  }
+
+  private catalogFailure(e: unknown): Refusal {
+    this.o.log.error(
+      { event: 'catalog-failed', err: (e as Error).message },
+      'cannot read the upstream catalog',
+    );
+    return {
+      sqlstate: '08006',
+      message: 'pgwarden cannot read the upstream catalog now; the statement was not sent',
+    };
+  }
+}

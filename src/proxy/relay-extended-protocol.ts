@@ -1,0 +1,202 @@
+// The extended-protocol flow: Parse, Bind, Describe, Execute and Close decided, prepared statements and portals tracked.
+
+import type { Refusal } from '../policy/decision-types.js';
+import { decodeCommandComplete } from '../wire/backend.js';
+import { BackendCode } from '../wire/codes.js';
+import type { Frame } from '../wire/framer.js';
+import { decodeBind, decodeClose, decodeDescribe, decodeExecute, decodeParse } from '../wire/frontend.js';
+import { type Expect, type PortalEntry, PROBE_STATEMENT, type PreparedEntry } from './relay-core.js';
+import { SimpleQueryRelay } from './relay-simple-query.js';
+import { cursorPlan, type StatementPlan } from './statement-gate.js';
+
+/**
+ * The extended query protocol (protocol "Extended Query"): a statement is decided at Parse and
+ * again at Bind when the search_path or catalog changed; portals and SQL cursors share one
+ * namespace; what the upstream skips after an error is put back.
+ */
+export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
+  protected parse(f: Frame): Promise<void> | undefined {
+    const { name, sql } = decodeParse(f.payload);
+    this.startBatch();
+    if (name === PROBE_STATEMENT) {
+      this.refuseExtended({
+        sqlstate: '42501',
+        message: 'this prepared statement name is reserved by pgwarden',
+      });
+      return undefined;
+    }
+    return this.withGate(
+      sql,
+      (result) => {
+        if (result.plans.length > 1) {
+          this.refuseExtended({
+            sqlstate: '42601',
+            message: 'cannot insert multiple commands into a prepared statement',
+          });
+          return;
+        }
+        const entry: PreparedEntry = {
+          sql,
+          plan: result.plans[0] ?? null,
+          pathVersion: this.o.gateSession.paths.version,
+          catalogVersion: result.catalog.version,
+        };
+        // Pipelined Bind/Describe may follow before ParseComplete: the name exists from now on, and
+        // is put back as it was if the upstream refuses the Parse (or skips it after an earlier error).
+        this.expects.push({ t: 'parse', entry, undo: this.remember(this.statements, name) });
+        this.statements.set(name, entry);
+        this.o.gateSession.names.prepared.delete(name);
+        this.send(f.bytes);
+      },
+      (r) => this.refuseExtended(r),
+    );
+  }
+
+  /** The plan of a statement name: protocol-level first, then SQL-level PREPARE (one namespace in Postgres). */
+  private statementPlan(name: string): { entry?: PreparedEntry; plan: StatementPlan | null } | undefined {
+    const entry = this.statements.get(name);
+    if (entry) return { entry, plan: entry.plan };
+    return undefined;
+  }
+
+  protected bind(f: Frame): Promise<void> | undefined {
+    const b = decodeBind(f.payload);
+    this.startBatch();
+    const entry = this.statements.get(b.statement);
+    if (!entry) {
+      // SQL-level PREPAREd statements can be bound too; pgwarden refuses that path rather than
+      // track a second decision for it, and an unknown name is Postgres's own 26000.
+      const sqlLevel = this.o.gateSession.names.prepared.has(b.statement);
+      this.refuseExtended({
+        sqlstate: sqlLevel ? '0A000' : '26000',
+        message: sqlLevel
+          ? `binding the SQL-level prepared statement "${b.statement}" through the protocol is not supported by pgwarden; use EXECUTE`
+          : `prepared statement "${b.statement}" does not exist`,
+      });
+      return undefined;
+    }
+    const bound = (e: PreparedEntry) => {
+      this.expects.push({ t: 'bind', undo: this.remember(this.portals, b.portal) });
+      this.portals.set(b.portal, { plan: e.plan, sql: e.sql });
+      // Portals and SQL cursors are one namespace upstream.
+      this.o.gateSession.names.cursors.delete(b.portal);
+      this.send(f.bytes);
+    };
+    const current = this.o.gateSession.catalogNow();
+    if (
+      current &&
+      entry.pathVersion === this.o.gateSession.paths.version &&
+      entry.catalogVersion === current.version
+    ) {
+      bound(entry);
+      return undefined;
+    }
+    // DESIGN.md: a decision made at Parse is made again at Bind when the search_path or the catalog changed.
+    return this.withGate(
+      entry.sql,
+      (result) => {
+        const again: PreparedEntry = {
+          sql: entry.sql,
+          plan: result.plans[0] ?? null,
+          pathVersion: this.o.gateSession.paths.version,
+          catalogVersion: result.catalog.version,
+        };
+        this.statements.set(b.statement, again);
+        bound(again);
+      },
+      (r) => this.refuseExtended(r),
+    );
+  }
+
+  /** An undo for a map entry: restores the value `key` has now (or its absence). */
+  private remember<V>(map: Map<string, V>, key: string): () => void {
+    const had = map.has(key);
+    const old = map.get(key);
+    return () => {
+      if (had) map.set(key, old as V);
+      else map.delete(key);
+    };
+  }
+
+  /**
+   * The portal entry for a name: a protocol portal, or a SQL cursor (one namespace upstream;
+   * psycopg DECLAREs a cursor, then Describes its portal). A refusal when neither, or when the
+   * cursor's statement is refused now.
+   */
+  private portalFor(name: string): PortalEntry | Refusal | Promise<PortalEntry | Refusal> {
+    if (this.o.gateSession.names.cursors.has(name)) {
+      return cursorPlan(name, this.o.gateSession, this.o.decide).then((plan) =>
+        'sqlstate' in plan ? plan : { plan, sql: '' },
+      );
+    }
+    return this.portals.get(name) ?? { sqlstate: '34000', message: `portal "${name}" does not exist` };
+  }
+
+  /** Runs `then` on the portal now, or once its cursor plan is decided (the rare, waiting case). */
+  private withPortal(name: string, then: (p: PortalEntry) => void): Promise<void> | undefined {
+    const found = this.portalFor(name);
+    const go = (p: PortalEntry | Refusal) => {
+      if ('sqlstate' in p) this.refuseExtended(p);
+      else then(p);
+    };
+    if (found instanceof Promise) return found.then(go);
+    go(found);
+    return undefined;
+  }
+
+  protected describe(f: Frame): Promise<void> | undefined {
+    const d = decodeDescribe(f.payload);
+    this.startBatch();
+    if (d.target === 'S') {
+      const found = this.statementPlan(d.name);
+      if (!found) {
+        this.refuseExtended({ sqlstate: '26000', message: `prepared statement "${d.name}" does not exist` });
+        return undefined;
+      }
+      this.expects.push({ t: 'describe', plan: found.plan });
+      this.send(f.bytes);
+      return undefined;
+    }
+    return this.withPortal(d.name, (portal) => {
+      this.expects.push({ t: 'describe', plan: portal.plan });
+      this.send(f.bytes);
+    });
+  }
+
+  protected execute(f: Frame): Promise<void> | undefined {
+    const e = decodeExecute(f.payload);
+    this.startBatch();
+    return this.withPortal(e.portal, (portal) => {
+      this.expects.push({ t: 'execute', plan: portal.plan, sql: portal.sql, started: performance.now() });
+      this.send(f.bytes);
+    });
+  }
+
+  protected close(f: Frame): void {
+    const c = decodeClose(f.payload);
+    this.startBatch();
+    const map: Map<string, unknown> = c.target === 'S' ? this.statements : this.portals;
+    // Close of a portal may close a SQL cursor of that name: it is forgotten too (fail closed).
+    if (c.target === 'P') this.o.gateSession.names.cursors.delete(c.name);
+    this.expects.push({ t: 'close', undo: this.remember(map, c.name) });
+    map.delete(c.name);
+    this.send(f.bytes);
+  }
+
+  protected executeReply(head: Expect & { t: 'execute' }, f: Frame): Buffer | null {
+    switch (f.code) {
+      case BackendCode.DataRow:
+        return this.dataRow(head.plan, f);
+      case BackendCode.CommandComplete:
+        this.completed(head.plan, head.sql, head.started, decodeCommandComplete(f.payload));
+        this.expects.shift();
+        return f.bytes;
+      case BackendCode.EmptyQueryResponse:
+      case BackendCode.PortalSuspended:
+        this.expects.shift();
+        return f.bytes;
+      default:
+        return f.bytes;
+    }
+  }
+}

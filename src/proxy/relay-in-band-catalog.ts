@@ -1,0 +1,135 @@
+// pgwarden's own catalog reads on a session's upstream connection, their replies consumed by the relay.
+import pg from 'pg';
+import { buildCatalog, CATALOG_READS } from '../catalog/read-catalog.js';
+import type { Catalog } from '../catalog/types.js';
+import { decodeDataRow, decodeErrorResponse, decodeRowDescription } from '../wire/backend.js';
+import { BackendCode } from '../wire/codes.js';
+import type { Frame } from '../wire/framer.js';
+import { query as encodeQuery } from '../wire/frontend-encode.js';
+import { RelayCore } from './relay-core.js';
+
+/** The relay's in-band catalog read: sent as one Simple Query, every reply consumed here (none reaches the client). */
+export abstract class InBandCatalogRelay extends RelayCore {
+  /**
+   * Reads the catalog on this session's upstream connection (it alone sees the session's
+   * uncommitted DDL and temporary tables): inside a transaction block within a savepoint that
+   * is rolled back (so its `SET LOCAL search_path` leaves no trace), else in its own read-only
+   * transaction. Resolves null when the connection is not free (replies owed, or a failed
+   * transaction) or the read fails. `version` must be unique among catalogs (decision caches key on it).
+   */
+  readInBandCatalog(version: number): Promise<Catalog | null> {
+    // Not when replies are owed, the transaction has failed, or an extended-protocol batch has an
+    // implicit transaction open (neither BEGIN nor SAVEPOINT may start there).
+    if (this.expects.length > 0 || this.status === 'E' || (this.extendedOpen && this.status === 'I')) {
+      this.o.log.debug(
+        { event: 'in-band-catalog', expects: this.expects.map((e) => e.t), status: this.status },
+        'connection not free',
+      );
+      return Promise.resolve(null);
+    }
+    const inTx = this.status === 'T';
+    // The catalog rows must be current: inside a REPEATABLE READ or SERIALIZABLE transaction the
+    // reads would see the transaction's old snapshot, while Postgres resolves names and views with
+    // a fresh catalog snapshot — a differential, so such a read is refused (isolation checked below).
+    // statement_timeout is lifted for the read only (SET LOCAL, undone with the savepoint/COMMIT).
+    const sql = inTx
+      ? `SAVEPOINT pgwarden_catalog;SET LOCAL statement_timeout = 0;${CATALOG_READS}SELECT current_setting('transaction_isolation') AS iso;ROLLBACK TO SAVEPOINT pgwarden_catalog;RELEASE SAVEPOINT pgwarden_catalog;`
+      : `BEGIN ISOLATION LEVEL READ COMMITTED, READ ONLY;SET LOCAL statement_timeout = 0;${CATALOG_READS}SELECT current_setting('transaction_isolation') AS iso;COMMIT;`;
+    return new Promise((resolve) => {
+      this.expects.push({
+        t: 'internal',
+        results: [],
+        fields: [],
+        names: [],
+        rows: [],
+        failed: false,
+        done: (results) => {
+          if (!results) {
+            // A read that failed half-way leaves a transaction open (idle) or aborted (inside the
+            // client's): put the session back as it was before answering.
+            this.cleanUpInternal(inTx);
+            return resolve(null);
+          }
+          try {
+            const reads = results.slice(2, inTx ? -3 : -2);
+            const iso = (results[results.length - (inTx ? 3 : 2)]?.rows[0] as { iso?: string } | undefined)
+              ?.iso;
+            if (iso !== 'read committed')
+              throw new Error(`transaction isolation ${iso}: catalog rows would be stale`);
+            resolve(buildCatalog(reads, version));
+          } catch (e) {
+            this.o.log.warn(
+              { event: 'in-band-catalog', err: (e as Error).message },
+              'in-band catalog read not used',
+            );
+            resolve(null);
+          }
+        },
+      });
+      this.send(encodeQuery(sql));
+    });
+  }
+
+  /** After a failed in-band read: ROLLBACK (it was ours) or back to the savepoint (the client's transaction). */
+  private cleanUpInternal(inTx: boolean): void {
+    this.expects.push({
+      t: 'internal',
+      results: [],
+      fields: [],
+      names: [],
+      rows: [],
+      failed: false,
+      done: () => {},
+    });
+    this.send(
+      encodeQuery(
+        inTx ? 'ROLLBACK TO SAVEPOINT pgwarden_catalog;RELEASE SAVEPOINT pgwarden_catalog;' : 'ROLLBACK;',
+      ),
+    );
+  }
+
+  /** Consumes a reply of pgwarden's own catalog read; returns true when it was one. */
+  protected internalReply(f: Frame): boolean {
+    const head = this.expects[0];
+    if (head?.t !== 'internal') return false;
+    switch (f.code) {
+      case BackendCode.RowDescription: {
+        const fields = decodeRowDescription(f.payload);
+        head.names = fields.map((x) => x.name);
+        head.fields = fields.map((x) => pg.types.getTypeParser(x.typeOid, 'text') as (v: string) => unknown);
+        head.rows = [];
+        break;
+      }
+      case BackendCode.DataRow: {
+        const cells = decodeDataRow(f.payload);
+        const row: Record<string, unknown> = {};
+        cells.forEach((c, i) => {
+          row[head.names[i] as string] =
+            c === null ? null : (head.fields[i] as (v: string) => unknown)(c.toString('utf8'));
+        });
+        head.rows.push(row);
+        break;
+      }
+      case BackendCode.CommandComplete:
+        head.results.push({ rows: head.rows });
+        head.rows = [];
+        head.names = [];
+        head.fields = [];
+        break;
+      case BackendCode.ErrorResponse:
+        head.failed = true;
+        this.o.log.warn(
+          { event: 'in-band-catalog', err: decodeErrorResponse(f.payload).message },
+          'in-band catalog read failed',
+        );
+        break;
+      case BackendCode.ReadyForQuery:
+        this.expects.shift();
+        head.done(head.failed ? null : head.results);
+        break;
+      default:
+        break;
+    }
+    return true;
+  }
+}

@@ -1,0 +1,109 @@
+// Result replies: RowDescription checked against the predicted origins and masked, DataRow masked, CommandComplete's effects applied.
+import { errorResponse } from '../wire/backend.js';
+import type { Frame } from '../wire/framer.js';
+import { maskDataRow, maskRowDescription, originMismatch } from './masking.js';
+import { SCRATCH_BYTES } from './relay-core.js';
+import { InBandCatalogRelay } from './relay-in-band-catalog.js';
+import { type StatementPlan, sliceCodePoints } from './statement-gate.js';
+
+/**
+ * What the relay does with a statement's result, whichever protocol ran it: masks hidden columns,
+ * refuses a RowDescription the analysis did not predict, and on CommandComplete records the
+ * statement's effects (prepared statements, cursors, search_path) and audits it.
+ */
+export abstract class ResultRelay extends InBandCatalogRelay {
+  /**
+   * Memory for rewritten rows, handed out front to back and never reused: consecutive masked
+   * rows land side by side, so they leave as one write (a queued write still holds its range).
+   */
+  private scratch = Buffer.alloc(0);
+  private scratchAt = 0;
+  private readonly carve = (bytes: number): Buffer => {
+    if (this.scratchAt + bytes > this.scratch.length) {
+      this.scratch = Buffer.allocUnsafe(Math.max(SCRATCH_BYTES, bytes));
+      this.scratchAt = 0;
+    }
+    const out = this.scratch.subarray(this.scratchAt, this.scratchAt + bytes);
+    this.scratchAt += bytes;
+    return out;
+  };
+
+  protected rowDescription(plan: StatementPlan | null, f: Frame): Buffer {
+    if (!plan) return f.bytes;
+    if (plan.origins) {
+      const why = originMismatch(f.payload, plan.origins);
+      if (why) {
+        this.o.invalidateCatalog();
+        this.o.log.warn({ event: 'origin-mismatch', why }, 'RowDescription disagrees with the analysis');
+        const refusal = errorResponse({
+          severity: 'ERROR',
+          code: '42501',
+          message: `pgwarden refused the result: ${why} (the schema changed since pgwarden read it)`,
+          hint: 'Run the statement again: pgwarden has re-read the catalog.',
+        });
+        this.discarding = true;
+        return refusal;
+      }
+    }
+    return plan.mask.size > 0 ? maskRowDescription(f.payload, plan.mask) : f.bytes;
+  }
+
+  protected dataRow(plan: StatementPlan | null, f: Frame): Buffer {
+    return plan && plan.mask.size > 0 ? maskDataRow(f.bytes, plan.mask, this.carve) : f.bytes;
+  }
+
+  protected completed(plan: StatementPlan | null, sql: string, started: number, tag: string): void {
+    if (!plan) return;
+    this.applyEffects(plan, sql);
+    if (plan.changesCatalog) this.o.invalidateCatalog();
+    this.auditDone(plan, sql, started, tag);
+  }
+
+  private applyEffects(plan: StatementPlan, sql: string): void {
+    const names = this.o.gateSession.names;
+    const paths = this.o.gateSession.paths;
+    // The PREPARE is recorded under the path it was analyzed with, before this statement's own effects.
+    const pathVersion = paths.version;
+    paths.completed(plan.effects);
+    for (const e of plan.effects) {
+      switch (e.kind) {
+        case 'prepare':
+          names.prepared.set(e.name, {
+            inner: e.inner,
+            text: sliceCodePoints(sql, plan.statement.location, plan.statement.length),
+            pathVersion,
+            catalogVersion: plan.catalogVersion,
+          });
+          // Protocol-level and SQL-level prepared statements are one namespace upstream.
+          this.statements.delete(e.name);
+          break;
+        case 'deallocate':
+          if (e.name === null) names.prepared.clear();
+          else names.prepared.delete(e.name);
+          break;
+        case 'declare-cursor':
+          // Portals and cursors are one namespace upstream: the protocol portal of that name is gone.
+          names.cursors.set(e.name, e.inner);
+          this.portals.delete(e.name);
+          break;
+        case 'close-cursor':
+          if (e.name === null) {
+            names.cursors.clear();
+            this.portals.clear();
+          } else {
+            names.cursors.delete(e.name);
+            this.portals.delete(e.name);
+          }
+          break;
+        case 'discard-all':
+          names.prepared.clear();
+          names.cursors.clear();
+          this.statements.clear();
+          this.portals.clear();
+          break;
+        default:
+          break;
+      }
+    }
+  }
+}

@@ -1,0 +1,187 @@
+// Upstream replies to the client: matched to the queue of expected replies, ReadyForQuery tracked, errors redacted.
+import { seesEverything } from '../policy/hidden-columns.js';
+import {
+  decodeErrorResponse,
+  decodeParameterStatus,
+  decodeReadyForQuery,
+  errorResponse,
+} from '../wire/backend.js';
+import { BackendCode } from '../wire/codes.js';
+import type { Frame } from '../wire/framer.js';
+import { redactError } from './error-redaction.js';
+import type { Expect } from './relay-core.js';
+import { ExtendedProtocolRelay } from './relay-extended-protocol.js';
+import type { StatementPlan } from './statement-gate.js';
+
+/**
+ * Upstream → client: each backend message goes to the head of the expected-replies queue; probe
+ * errors become ours, other errors are redacted where the caller does not see everything, and
+ * unchanged neighbours leave as one write.
+ */
+export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
+  protected fromUpstreamFrames(frames: readonly Frame[]): void {
+    const out: Buffer[] = [];
+    // Unchanged neighbours that were contiguous in one chunk go out as one view of it: the run is
+    // tracked by offsets and becomes a Buffer once, not once per message.
+    let run: Buffer | undefined;
+    let runEnd = 0;
+    for (const f of frames) {
+      const b = this.onUpstream(f);
+      if (b === null) continue;
+      if (run && b.buffer === run.buffer && b.byteOffset === runEnd) {
+        runEnd += b.length;
+        continue;
+      }
+      if (run) out.push(Buffer.from(run.buffer, run.byteOffset, runEnd - run.byteOffset));
+      run = b;
+      runEnd = b.byteOffset + b.length;
+    }
+    if (run) out.push(Buffer.from(run.buffer, run.byteOffset, runEnd - run.byteOffset));
+    if (out.length === 0) return;
+    const client = this.o.client;
+    // Runs are few: the chunk's unchanged messages, and masked rows side by side in scratch memory.
+    if (out.length === 1) client.write(out[0] as Buffer);
+    else if (out.length > 8) client.write(Buffer.concat(out));
+    else {
+      client.cork();
+      for (const b of out) client.write(b);
+      client.uncork();
+    }
+    if (client.writableNeedDrain) {
+      this.o.upstream.socket.pause();
+      client.once('drain', () => this.o.upstream.socket.resume());
+    }
+  }
+
+  /** The bytes to send the client for one upstream message (null: nothing). */
+  private onUpstream(f: Frame): Buffer | null {
+    if (this.internalReply(f)) return null;
+    switch (f.code) {
+      case BackendCode.NoticeResponse:
+      case BackendCode.NotificationResponse:
+        return this.discarding ? null : f.bytes;
+      case BackendCode.ParameterStatus:
+        return this.parameterStatus(f);
+      case BackendCode.ReadyForQuery:
+        return this.readyForQuery(f);
+      case BackendCode.ErrorResponse:
+        return this.error(f);
+      default:
+        break;
+    }
+    const head = this.expects[0];
+    if (!head) return f.bytes;
+    const discarding = this.discarding;
+    const out = this.reply(head, f);
+    // The message that starts discarding (the refusal in place of a RowDescription) still goes out.
+    return discarding ? null : out;
+  }
+
+  private parameterStatus(f: Frame): Buffer {
+    const p = decodeParameterStatus(f.payload);
+    const name = p.name.toLowerCase();
+    if (
+      (name === 'client_encoding' && p.value.toUpperCase() !== 'UTF8') ||
+      (name === 'standard_conforming_strings' && p.value !== 'on')
+    ) {
+      // The parser would read the text differently from the server from now on (DESIGN.md).
+      this.o.terminate({
+        severity: 'FATAL',
+        code: '42501',
+        message: `${p.name} changed to ${p.value}: pgwarden reads SQL as UTF8 with standard_conforming_strings on and closes the session`,
+      });
+    }
+    return f.bytes;
+  }
+
+  private readyForQuery(f: Frame): Buffer {
+    // Everything owed before this ReadyForQuery has been answered or skipped; what a skipped
+    // message would have created or closed never happened upstream, so it is put back.
+    const undos: (() => void)[] = [];
+    while (this.expects.length > 0) {
+      const e = this.expects.shift() as Expect;
+      if (e.t === 'sync' || e.t === 'query' || (e.t === 'probe' && e.untilReady)) break;
+      if ('undo' in e) undos.push(e.undo);
+    }
+    for (const undo of undos.reverse()) undo();
+    this.discarding = false;
+    this.status = decodeReadyForQuery(f.payload);
+    // Portals end with their transaction (holdable SQL cursors are tracked as cursors, not here).
+    if (this.status === 'I') {
+      this.portals.clear();
+      this.transactionsEnded++;
+    }
+    this.o.gateSession.paths.ready(this.status);
+    this.o.onTransactionStatus(this.status);
+    return f.bytes;
+  }
+
+  /** An upstream ErrorResponse: ours instead for a probe, redacted where the statement touches hidden columns. */
+  private error(f: Frame): Buffer | null {
+    const head = this.expects[0];
+    this.o.gateSession.paths.statementFailed();
+    if (head?.t === 'probe') {
+      if (!head.untilReady) this.expects.shift();
+      return this.discarding ? null : head.error;
+    }
+    let plan: StatementPlan | null = null;
+    if (head?.t === 'query') plan = head.plans[head.index] ?? null;
+    else if (head && 'plan' in head) plan = head.plan;
+    else if (head?.t === 'parse') plan = head.entry.plan;
+    if (head && head.t !== 'query' && head.t !== 'sync') {
+      // Extended protocol: the upstream skips to Sync; so do the replies we were owed, and what
+      // the failed and skipped messages would have created or closed is put back.
+      const undos: (() => void)[] = [];
+      while (this.expects.length > 0 && this.expects[0]?.t !== 'sync') {
+        const e = this.expects.shift() as Expect;
+        if ('undo' in e) undos.push(e.undo);
+      }
+      for (const undo of undos.reverse()) undo();
+      // Postgres now ignores every message until Sync. Messages the client sends from here on
+      // (it may have seen the error after a Flush) are dropped here too, unless its Sync has
+      // already gone up: only then does the upstream process what follows.
+      if (!this.expects.some((e) => e.t === 'sync')) this.skipping = true;
+    }
+    if (this.discarding) return null;
+    let redact = plan?.redact || (head?.t === 'query' && head.plans.some((p) => p.redact));
+    const fields = decodeErrorResponse(f.payload);
+    // A constraint failure or data exception may come from another table than the statement
+    // names (a cascade, a trigger): its DETAIL or MESSAGE prints that row or value. A caller who
+    // does not see everything gets neither, whatever the statement.
+    if (!redact && (fields.code.startsWith('23') || fields.code.startsWith('22'))) {
+      const g = this.o.gateSession;
+      redact = !seesEverything(g.config, g.roles, g.database);
+    }
+    if (!redact) return f.bytes;
+    if (fields.severity === 'FATAL' || fields.severity === 'PANIC') return f.bytes;
+    return errorResponse(redactError(fields));
+  }
+
+  /** Replies that belong to the head of the queue. */
+  private reply(head: Expect, f: Frame): Buffer | null {
+    switch (head.t) {
+      case 'query':
+        return this.queryReply(head, f);
+      case 'parse':
+        if (f.code === BackendCode.ParseComplete) this.expects.shift();
+        return f.bytes;
+      case 'bind':
+        if (f.code === BackendCode.BindComplete) this.expects.shift();
+        return f.bytes;
+      case 'describe':
+        if (f.code === BackendCode.RowDescription) {
+          this.expects.shift();
+          return this.rowDescription(head.plan, f);
+        }
+        if (f.code === BackendCode.NoData) this.expects.shift();
+        return f.bytes;
+      case 'execute':
+        return this.executeReply(head, f);
+      case 'close':
+        if (f.code === BackendCode.CloseComplete) this.expects.shift();
+        return f.bytes;
+      default:
+        return f.bytes;
+    }
+  }
+}
