@@ -5,9 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import YAML from 'yaml';
+import { createScramVerifier } from '../src/auth/scram-verifier.js';
 import { DEMO_APP_PASSWORD, DEMO_APP_ROLE, ensureDemoDatabase } from '../src/embedded/demo.js';
 import { type EmbeddedServer, freePort, startEmbeddedPostgres } from '../src/embedded/postgres.js';
-import { createScramVerifier } from '../src/proxy/scram.js';
 
 /** The database the benchmark uses (demo schema plus pgbench tables plus bench_wide). */
 export const BENCH_DB = 'bench';

@@ -3,10 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
 import type { Logger } from 'pino';
+import { createScramVerifier } from './auth/scram-verifier.js';
 import { upstreamLoginWarnings } from './catalog/upstream-login.js';
 import { makeAuditLogger, makeLogger } from './logger.js';
 import { ConfigError, type LoadedConfig, loadConfig } from './policy/config-load.js';
-import { createScramVerifier } from './proxy/scram.js';
 import { type ProxyServer, startProxy } from './proxy/server.js';
 
 /** Exit code for a configuration that cannot be used. */

@@ -1,9 +1,10 @@
 // Who an MCP caller is: the API key whose token it presents (only API keys authenticate to `pgwarden mcp`).
 import crypto from 'node:crypto';
+import { saslPrep } from '../auth/saslprep.js';
+import { parseScramVerifier } from '../auth/scram-verifier.js';
 import type { Config } from '../policy/config-schema.js';
 import { findPrincipal } from '../policy/principals.js';
 import { resolveRoles } from '../policy/resolve-roles.js';
-import { parseScramVerifier, saslPrep } from '../proxy/scram.js';
 
 /** An authenticated MCP caller: the key id (the user name on the wire), its token, and its roles now. */
 export interface McpIdentity {

@@ -1,5 +1,5 @@
 // A principal's stored verifiers as one SCRAM exchange needs them: one salt and iteration count, one or more key pairs.
-import { parseScramVerifier, type ScramVerifier } from '../proxy/scram.js';
+import { parseScramVerifier, type ScramVerifier } from '../auth/scram-verifier.js';
 import type { Principal } from './principals.js';
 
 /**

@@ -2,6 +2,8 @@
 import type net from 'node:net';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
+import { SCRAM_SHA_256 } from '../auth/scram-primitives.js';
+import { ScramServerExchange } from '../auth/scram-server.js';
 import type { Catalog } from '../catalog/types.js';
 import type { LoadedConfig } from '../policy/config-load.js';
 import type { Config } from '../policy/config-schema.js';
@@ -38,7 +40,6 @@ import type { CancelRegistry } from './cancel-registry.js';
 import type { CatalogSource } from './catalog-source.js';
 import { FrameQueue } from './frame-queue.js';
 import { Relay } from './relay.js';
-import { SCRAM_SHA_256, ScramServerExchange } from './scram.js';
 import { SearchPathTracker } from './search-path-tracker.js';
 import { filterStartupParams, StartupParamError } from './startup-params.js';
 import {

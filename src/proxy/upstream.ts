@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import net from 'node:net';
 import { serialize } from 'pg-protocol';
+import { ScramClientExchange } from '../auth/scram-client.js';
 import {
   decodeAuthentication,
   decodeBackendKeyData,
@@ -11,7 +12,6 @@ import {
 } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
-import { ScramClientExchange } from './scram.js';
 
 /** Where and as whom to log in upstream, parsed from a `postgres://` URL of the config. */
 export interface UpstreamTarget {

@@ -1,8 +1,8 @@
 // Parsed SCRAM verifiers per principal, derived once from the config (demo plain passwords included).
 import crypto from 'node:crypto';
+import { createScramVerifier, parseScramVerifier, type ScramVerifier } from '../auth/scram-verifier.js';
 import { loginVerifiers } from '../policy/login-verifiers.js';
 import type { Principal } from '../policy/principals.js';
-import { createScramVerifier, parseScramVerifier, type ScramVerifier } from './scram.js';
 
 /**
  * Parses stored verifiers once, and turns a demo user's plain password into a verifier once

@@ -1,6 +1,6 @@
 // A bare protocol-level client for tests that need exact control of the bytes sent to pgwarden.
 import net from 'node:net';
-import { ScramClientExchange } from '../../src/proxy/scram.js';
+import { ScramClientExchange } from '../../src/auth/scram-client.js';
 import {
   decodeAuthentication,
   decodeErrorResponse,

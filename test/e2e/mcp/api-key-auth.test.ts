@@ -1,10 +1,10 @@
 // ApiKeyAuthenticator: a token finds its key; revoked, expired and unknown tokens find none; rotation keeps the old token a day.
 import { describe, expect, test } from 'vitest';
+import { createScramVerifier } from '../../../src/auth/scram-verifier.js';
 import { ApiKeyAuthenticator, tokenMatchesVerifier } from '../../../src/mcp/api-key-auth.js';
 import { bearerToken } from '../../../src/mcp/http-endpoint.js';
 import { rotateKey } from '../../../src/policy/api-keys.js';
 import type { Config } from '../../../src/policy/config-schema.js';
-import { createScramVerifier } from '../../../src/proxy/scram.js';
 import { loadTestConfig } from '../../helpers/proxy.js';
 import { KEY_IDS, mcpConfigObject, TOKENS } from './mcp-harness.js';
 

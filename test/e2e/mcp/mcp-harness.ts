@@ -8,8 +8,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import YAML from 'yaml';
+import { createScramVerifier } from '../../../src/auth/scram-verifier.js';
 import { freePort } from '../../../src/embedded/postgres.js';
-import { createScramVerifier } from '../../../src/proxy/scram.js';
 import { demoConfigObject, testEnv } from '../../helpers/proxy.js';
 
 export const BIN = path.resolve(import.meta.dirname, '../../../bin/pgwarden.js');

@@ -1,6 +1,6 @@
 // A protocol-level session for the transparency suite: runs one case in simple or extended mode and writes a comparable transcript.
 import crypto from 'node:crypto';
-import { ScramClientExchange } from '../../../src/proxy/scram.js';
+import { ScramClientExchange } from '../../../src/auth/scram-client.js';
 import {
   decodeAuthentication,
   decodeCommandComplete,

@@ -1,5 +1,8 @@
 // API keys: ids and tokens, expiry (never or at most a year), revocation, the 24-hour rotation window.
 import { describe, expect, test } from 'vitest';
+import { ScramClientExchange } from '../../../src/auth/scram-client.js';
+import { ScramServerExchange } from '../../../src/auth/scram-server.js';
+import type { ScramVerifier } from '../../../src/auth/scram-verifier.js';
 import {
   createKey,
   keyStatus,
@@ -15,7 +18,6 @@ import { apiKeySchema } from '../../../src/policy/config-schema.js';
 import { loginVerifiers } from '../../../src/policy/login-verifiers.js';
 import { findPrincipal } from '../../../src/policy/principals.js';
 import { resolveRoles } from '../../../src/policy/resolve-roles.js';
-import { ScramClientExchange, ScramServerExchange, type ScramVerifier } from '../../../src/proxy/scram.js';
 import { makeConfig } from './policy-fixtures.js';
 
 const NOW = Date.parse('2025-01-01T00:00:00Z');

@@ -3,14 +3,11 @@ import fs from 'node:fs';
 import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import {
-  createScramVerifier,
-  parseScramVerifier,
-  ScramClientExchange,
-  ScramError,
-  ScramServerExchange,
-  saslPrep,
-} from '../../src/proxy/scram.js';
+import { saslPrep } from '../../../src/auth/saslprep.js';
+import { ScramClientExchange } from '../../../src/auth/scram-client.js';
+import { ScramError } from '../../../src/auth/scram-error.js';
+import { ScramServerExchange } from '../../../src/auth/scram-server.js';
+import { createScramVerifier, parseScramVerifier } from '../../../src/auth/scram-verifier.js';
 
 // RFC 7677 §3: user "user", password "pencil".
 const RFC = {
