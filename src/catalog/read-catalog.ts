@@ -135,8 +135,27 @@ SELECT t.oid, n.nspname, t.typname, (SELECT min(u.why) FROM uc u WHERE u.oid = t
   FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
  WHERE n.nspname <> 'pg_toast';
 SELECT p.oid, n.nspname, p.proname, p.proargtypes::text AS args, p.prorettype, p.proretset,
-       p.provolatile::text AS provolatile, p.prokind::text AS prokind
-  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace;
+       p.provolatile::text AS provolatile, p.prokind::text AS prokind,
+       -- The result columns in FROM: OUT/INOUT/TABLE parameters (unnamed ones columnN), else the
+       -- attributes of a composite return type (build_function_result_tupdesc_t, 53.39 pg_proc).
+       CASE WHEN p.proargmodes IS NOT NULL AND p.proargmodes && '{o,b,t}'::"char"[] THEN
+         ARRAY(SELECT coalesce(nullif(p.proargnames[a.i], ''), 'column' || row_number() OVER (ORDER BY a.i))
+                 FROM generate_subscripts(p.proargmodes, 1) AS a(i)
+                WHERE p.proargmodes[a.i] IN ('o', 'b', 't') ORDER BY a.i)
+       WHEN rt.typtype = 'c' THEN
+         ARRAY(SELECT ra.attname::text FROM pg_attribute ra
+                WHERE ra.attrelid = rt.typrelid AND ra.attnum > 0 AND NOT ra.attisdropped ORDER BY ra.attnum)
+       END AS outnames,
+       CASE WHEN p.proargmodes IS NOT NULL AND p.proargmodes && '{o,b,t}'::"char"[] THEN
+         ARRAY(SELECT p.proallargtypes[a.i]::int FROM generate_subscripts(p.proargmodes, 1) AS a(i)
+                WHERE p.proargmodes[a.i] IN ('o', 'b', 't') ORDER BY a.i)
+       WHEN rt.typtype = 'c' THEN
+         ARRAY(SELECT ra.atttypid::int FROM pg_attribute ra
+                WHERE ra.attrelid = rt.typrelid AND ra.attnum > 0 AND NOT ra.attisdropped ORDER BY ra.attnum)
+       END AS outtypes,
+       p.proargmodes IS NOT NULL AND p.proargmodes && '{o,b,t}'::"char"[] AS outparams
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+  LEFT JOIN pg_type rt ON rt.oid = p.prorettype;
 `;
 
 const READ_SQL = `BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY;${CATALOG_READS}COMMIT;`;
@@ -192,6 +211,9 @@ interface FunctionRow {
   proretset: boolean;
   provolatile: string;
   prokind: string;
+  outnames: string[] | null;
+  outtypes: number[] | null;
+  outparams: boolean;
 }
 
 /** Indexes of CATALOG_READS's result sets (SET LOCAL also produces one). */
@@ -373,6 +395,14 @@ export function buildCatalog(
         returnsSet: r.proretset,
         volatility: VOLATILITY[r.provolatile] ?? 'volatile',
         kind: PROKINDS[r.prokind] ?? 'function',
+        ...(r.outnames && r.outtypes
+          ? {
+              resultColumns: Object.freeze(
+                r.outnames.map((name, i) => Object.freeze({ name, typeOid: r.outtypes?.[i] ?? 0 })),
+              ),
+              fromOutParameters: r.outparams,
+            }
+          : {}),
       }),
     );
   }

@@ -82,6 +82,24 @@ export interface CatalogFunction {
   readonly volatility: 'immutable' | 'stable' | 'volatile';
   /** prokind: function, aggregate, window, procedure. */
   readonly kind: 'function' | 'aggregate' | 'window' | 'procedure';
+  /**
+   * The columns the function yields in FROM when the catalog fixes them (Postgres 15
+   * get_expr_result_type / build_function_result_tupdesc_t): its OUT, INOUT and TABLE parameters
+   * in order (an unnamed one is `columnN`, N its position among them), or, without any, the
+   * attributes of the composite type it returns. Absent: a scalar (or polymorphic) result, or
+   * `record` without OUT parameters (a column definition list is then required).
+   * `fromOutParameters` tells the two apart: a single OUT parameter makes a scalar result named
+   * after the parameter (chooseScalarFunctionAlias), and no OUT parameter result accepts a
+   * column definition list.
+   */
+  readonly resultColumns?: readonly FunctionResultColumn[];
+  readonly fromOutParameters?: boolean;
+}
+
+/** One column of a function's result: its name and type OID (pg_proc.proallargtypes or pg_attribute.atttypid). */
+export interface FunctionResultColumn {
+  readonly name: string;
+  readonly typeOid: number;
 }
 
 /**

@@ -3,16 +3,12 @@ import { resolveFunction } from './catalog-names.js';
 import { QueryRefusal, unsupported } from './errors.js';
 import { type Env, walkExpr, walkList } from './expression.js';
 import { figureColname } from './figure-colname.js';
+import { functionShape } from './function-result.js';
 import { UNTRACEABLE } from './lineage.js';
 import { list, loc, names, type Obj, obj, str, unwrap } from './node-kinds.js';
 import { renameColumns } from './relation-item.js';
 import type { FromItem, ItemColumn, Scope } from './scope.js';
 import type { QueryState } from './state.js';
-
-/** The `record` pseudo-type: the function's columns come from OUT parameters the catalog does not hold. */
-const RECORD_OID = 2249;
-/** OIDs from here on are user-defined (possibly composite) types. */
-const FIRST_USER_OID = 16384;
 
 function untraceable(name: string): ItemColumn {
   return { name, lineage: UNTRACEABLE };
@@ -103,11 +99,14 @@ function functionEntries(body: Obj): FunctionEntry[] {
  * A function in FROM. Its arguments are `compute` uses (DESIGN.md: an argument of a function in
  * FROM), analyzed LATERAL over the earlier FROM items; its output columns are untraceable (origin
  * 0). Columns, per function after the unnest expansion (Postgres 15 addRangeTableEntryForFunction):
- * the names of its column definition list; else one column for a scalar function, named after
- * the FROM alias when it is the only function, else after the function (FigureColname); then
- * `ordinality`. A function returning `record` or a user type without a definition list is `open`:
- * its column names are not in the catalog (see column-ref.ts), and `*` over it is refused.
- * Throws 42601 for a column definition list over several functions, 42P10 for too many aliases.
+ * the names of its column definition list (only for a function returning `record`); its OUT,
+ * INOUT or TABLE parameters, or the attributes of the composite type it returns; else one column
+ * for a scalar function, named after its single named OUT parameter, else after the FROM alias
+ * when it is the only function, else after the function (chooseScalarFunctionAlias); then
+ * `ordinality`. A function whose columns the catalog does not fix (see function-result.ts) is
+ * `open`: any name resolves to a column of it (see column-ref.ts), and `*` over it is refused.
+ * Throws 42601 for a column definition list over several functions, over a function not
+ * returning `record`, or missing for one returning `record`; 42P10 for too many aliases.
  */
 export function functionItem(state: QueryState, scope: Scope, body: Obj): FromItem {
   const env: Env = { state, scope };
@@ -126,18 +125,50 @@ export function functionItem(state: QueryState, scope: Scope, body: Obj): FromIt
     const fname = fk === 'FuncCall' ? names(fb.funcname) : [];
     const colName = fname[fname.length - 1] ?? figureColname(call);
     firstName ||= colName;
+    const shape =
+      fk === 'FuncCall'
+        ? functionShape(
+            state.catalog,
+            state.path,
+            scope,
+            resolveFunction(state.catalog.functions, state.path, fname, list(fb.args).length, loc(fb)),
+            fb,
+          )
+        : ({ kind: 'scalar', name: null, polymorphic: true } as const);
     if (defs.length > 0) {
+      const where = loc(obj(obj(defs[0])?.ColumnDef) ?? {});
+      if (shape.kind === 'columns')
+        throw new QueryRefusal(
+          '42601',
+          shape.from === 'out'
+            ? 'a column definition list is redundant for a function with OUT parameters'
+            : 'a column definition list is redundant for a function returning a named composite type',
+          where,
+        );
+      if (shape.kind === 'scalar' && !shape.polymorphic)
+        throw new QueryRefusal(
+          '42601',
+          'a column definition list is only allowed for functions returning "record"',
+          where,
+        );
       for (const n of defListNames(defs)) cols.push(untraceable(n));
       continue;
     }
-    if (fk === 'FuncCall') {
-      const fn = resolveFunction(state.catalog.functions, state.path, fname, list(fb.args).length, loc(fb));
-      if (fn.returnType === RECORD_OID || fn.returnType >= FIRST_USER_OID) {
-        open = true;
-        continue;
-      }
+    if (shape.kind === 'record')
+      throw new QueryRefusal(
+        '42601',
+        'a column definition list is required for functions returning "record"',
+        loc(fb),
+      );
+    if (shape.kind === 'open') {
+      open = true;
+      continue;
     }
-    cols.push(untraceable(entries.length === 1 && alias ? str(alias.aliasname) : colName));
+    if (shape.kind === 'columns') {
+      for (const n of shape.names) cols.push(untraceable(n));
+      continue;
+    }
+    cols.push(untraceable(shape.name ?? (entries.length === 1 && alias ? str(alias.aliasname) : colName)));
   }
   if (body.ordinality === true) cols.push(untraceable('ordinality'));
   const refname = alias ? str(alias.aliasname) : firstName;
