@@ -4,16 +4,20 @@
 export const CATALOG_SCHEMAS: ReadonlySet<string> = new Set(['pg_catalog', 'information_schema']);
 
 /**
- * pg_catalog relations psql, drivers (pgjdbc, node-postgres, psycopg) and tools (DBeaver, pg_dump)
- * read to describe a database: definitions, names, types, ownership and privileges, never row
- * values or other sessions' activity. Deliberately absent, so MANAGE: pg_authid and pg_shadow
- * (password hashes), pg_statistic, pg_stats, pg_stats_ext, pg_stats_ext_exprs,
- * pg_statistic_ext_data (most-common values and histograms are samples of column values),
- * pg_largeobject (large-object contents), pg_user_mapping, pg_user_mappings and pg_subscription
- * (connection strings with passwords), pg_db_role_setting (per-role settings), pg_sequences
- * (sequence values), pg_stat_* and pg_statio_* (other sessions' queries and counters),
- * pg_file_settings, pg_hba_file_rules, pg_ident_file_mappings, pg_config (server files), pg_locks,
- * pg_prepared_xacts, replication slots and origins, memory contexts and shared memory.
+ * pg_catalog relations psql, drivers (pgjdbc, node-postgres, psycopg), ORMs and tools (DBeaver,
+ * pg_dump, drizzle-kit, sequelize) read to describe a database: definitions, names, types,
+ * ownership, privileges and activity counters, never row values or other sessions' queries.
+ * PostgreSQL grants SELECT on each of them to PUBLIC. Deliberately absent, so MANAGE: pg_authid
+ * and pg_shadow (password hashes), pg_statistic, pg_stats, pg_stats_ext, pg_stats_ext_exprs,
+ * pg_statistic_ext_data (most-common values and histograms are samples of column values: Postgres
+ * filters pg_stats to columns the login may SELECT, which under `roles: single` is every column,
+ * whatever SEE says), pg_largeobject (large-object contents), pg_user_mapping and
+ * pg_user_mappings (connection options with passwords), pg_stat_activity and the other
+ * pg_stat_* views of sessions, replication, WAL, SSL, GSS, progress and I/O (other sessions'
+ * query text and addresses), pg_file_settings, pg_hba_file_rules, pg_ident_file_mappings,
+ * pg_config (server files), pg_locks, pg_prepared_xacts, replication slots and origins, memory
+ * contexts and shared memory. Some allowed relations have columns that need MANAGE
+ * ({@link catalogColumnDenial}).
  */
 export const ALLOWED_PG_CATALOG_RELATIONS: ReadonlySet<string> = new Set([
   // tables
@@ -63,6 +67,9 @@ export const ALLOWED_PG_CATALOG_RELATIONS: ReadonlySet<string> = new Set([
   'pg_shdescription',
   'pg_shseclabel',
   'pg_statistic_ext',
+  'pg_subscription',
+  'pg_subscription_rel',
+  'pg_db_role_setting',
   'pg_tablespace',
   'pg_transform',
   'pg_trigger',
@@ -85,13 +92,49 @@ export const ALLOWED_PG_CATALOG_RELATIONS: ReadonlySet<string> = new Set([
   'pg_roles',
   'pg_rules',
   'pg_seclabels',
+  'pg_sequences',
   'pg_settings',
+  // activity counters of relations and functions (numbers of scans, tuples, blocks, calls)
+  ...['all', 'sys', 'user'].flatMap((w) => [
+    `pg_stat_${w}_tables`,
+    `pg_stat_xact_${w}_tables`,
+    `pg_stat_${w}_indexes`,
+    `pg_statio_${w}_tables`,
+    `pg_statio_${w}_indexes`,
+    `pg_statio_${w}_sequences`,
+  ]),
+  'pg_stat_user_functions',
+  'pg_stat_xact_user_functions',
   'pg_tables',
   'pg_timezone_abbrevs',
   'pg_timezone_names',
   'pg_user',
   'pg_views',
 ]);
+
+/**
+ * Columns of allowed catalog relations that need MANAGE: pg_subscription.subconninfo (the
+ * publisher's connection string, password included; Postgres grants SELECT on every column of
+ * pg_subscription to PUBLIC but that one), and pg_sequences.last_value (a sequence's current
+ * value: Postgres shows it to a login with SELECT or USAGE on the sequence, which under
+ * `roles: single` is every sequence, whatever the rules say about it).
+ */
+const DENIED_CATALOG_COLUMNS: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ['pg_catalog.pg_subscription', new Set(['subconninfo'])],
+  ['pg_catalog.pg_sequences', new Set(['last_value'])],
+]);
+
+/**
+ * Whether reading column `column` of catalog relation `schema.name` (an allowed one) needs MANAGE
+ * beyond the relation itself. Output: null when not, else the requirement reason
+ * (`catalog column pg_catalog.pg_subscription.subconninfo`). Source: PostgreSQL 15
+ * system_views.sql / system_functions.sql grants; DESIGN.md "Side channels".
+ */
+export function catalogColumnDenial(schema: string, name: string, column: string): string | null {
+  return DENIED_CATALOG_COLUMNS.get(`${schema}.${name}`)?.has(column)
+    ? `catalog column ${schema}.${name}.${column}`
+    : null;
+}
 
 /** information_schema views that expose user mappings' options (passwords): MANAGE. */
 const DENIED_INFORMATION_SCHEMA: ReadonlySet<string> = new Set([

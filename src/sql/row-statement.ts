@@ -1,7 +1,7 @@
 // A row statement (SELECT, INSERT, UPDATE, DELETE, MERGE): the query analysis's result, converted and checked against the allowlists.
 
 import type { ColumnUse, Requirement, StatementAnalysis } from './analysis-types.js';
-import { CATALOG_SCHEMAS, catalogRelationDenial } from './catalog-allowlist.js';
+import { CATALOG_SCHEMAS, catalogColumnDenial, catalogRelationDenial } from './catalog-allowlist.js';
 import { checkFunction } from './function-allowlist.js';
 import type { RowNodeType } from './query-analyzer.js';
 import { analyzeSetConfigCalls } from './set-config.js';
@@ -74,7 +74,16 @@ export function analyzeRowStatement(
   }
   const requirements: Requirement[] = [];
   for (const r of result.requirements) {
-    if (onCatalog(r)) continue;
+    if (onCatalog(r)) {
+      const o = r.object;
+      const reason = o.level === 'column' ? catalogColumnDenial(o.schema, o.table, o.column) : null;
+      if (reason)
+        pushUnique(
+          requirements,
+          manageRequirement(ctx, reason, r.location === undefined ? ctx.location : toChar(r.location)),
+        );
+      continue;
+    }
     pushUnique(requirements, r.location === undefined ? r : { ...r, location: toChar(r.location) });
   }
   const uses: ColumnUse[] = [];
