@@ -1,4 +1,4 @@
-// The pgwarden command line: serve, demo (npm start), passwd, check, keys, mcp. Wiring only; the logic lives in src/*.
+// The pgwarden command line: serve, demo (npm start), passwd, check, keys, policy, replay, mcp. Wiring only; the logic lives in src/*.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
@@ -7,6 +7,7 @@ import { createScramVerifier } from './auth/scram-verifier.js';
 import { upstreamLoginWarnings } from './catalog/upstream-login.js';
 import { makeAuditLogger, makeLogger } from './logger.js';
 import { ConfigError, type LoadedConfig, loadConfig } from './policy/config-load.js';
+import type { PolicySource } from './policy/policy-source.js';
 import { type ProxyServer, startProxy } from './proxy/server.js';
 
 /** Exit code for a configuration that cannot be used. */
@@ -26,20 +27,51 @@ function loadOrExit(file: string, logger: Logger): LoadedConfig {
   }
 }
 
+/**
+ * The policy of `serve`: the file's, or — with `policy_store` — the store's, kept current by
+ * NOTIFY. Exits 1 with the store's message when it cannot be reached and no policy_cache helps.
+ */
+async function servePolicy(
+  instance: LoadedConfig,
+  logger: Logger,
+  onChange: (next: LoadedConfig) => void,
+): Promise<PolicySource | undefined> {
+  if (instance.config.policy_store === undefined) return undefined;
+  const { PolicySource } = await import('./policy/policy-source.js');
+  const { PolicyStoreUnavailableError } = await import('./policy/policy-store.js');
+  try {
+    return await PolicySource.start(instance, logger, onChange);
+  } catch (e) {
+    if (!(e instanceof PolicyStoreUnavailableError)) throw e;
+    process.stderr.write(
+      `pgwarden serve: ${e.message}
+Refusing to start without a policy; configure policy_cache to start from the last good policy.
+`,
+    );
+    process.exit(1);
+  }
+}
+
 /** Runs the proxy until SIGINT/SIGTERM (graceful) and reloads the config on SIGHUP. */
 async function serve(file: string, logger: Logger, onStop?: () => Promise<void>): Promise<ProxyServer> {
-  const loaded = loadOrExit(file, logger);
-  for (const w of await upstreamLoginWarnings(loaded.config.databases))
+  const instance = loadOrExit(file, logger);
+  for (const w of await upstreamLoginWarnings(instance.config.databases))
     logger.warn({ event: 'upstream-login' }, w);
   const audit = makeAuditLogger(
-    loaded.config.audit.file ? path.resolve(path.dirname(loaded.file), loaded.config.audit.file) : undefined,
+    instance.config.audit.file
+      ? path.resolve(path.dirname(instance.file), instance.config.audit.file)
+      : undefined,
   );
-  const proxy = await startProxy(loaded, logger, { auditLogger: audit.logger });
+  let proxy: ProxyServer | undefined;
+  const source = await servePolicy(instance, logger, (next) => proxy?.reload(next));
+  proxy = await startProxy(source?.loaded ?? instance, logger, { auditLogger: audit.logger });
+  const running = proxy;
+  if (source && source.loaded.config !== running.config().config) running.reload(source.loaded);
   process.on('SIGHUP', () => {
     try {
       const next = loadConfig(file);
       for (const w of next.warnings) logger.warn({ event: 'config-warning' }, w);
-      proxy.reload(next);
+      running.reload(source ? source.setInstance(next) : next);
     } catch (e) {
       logger.error(
         { event: 'reload-failed', err: (e as Error).message },
@@ -52,14 +84,15 @@ async function serve(file: string, logger: Logger, onStop?: () => Promise<void>)
     if (stopping) return;
     stopping = true;
     logger.info({ event: 'shutdown', signal }, 'shutting down');
-    await proxy.close();
+    await running.close();
+    await source?.close();
     await onStop?.();
     audit.close();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
-  return proxy;
+  return running;
 }
 
 const program = new Command();
@@ -280,6 +313,40 @@ keys
   .action(async (opts: { config: string; json?: boolean }) => {
     const { keysList } = await import('./policy/keys-command.js');
     finish(keysList({ ...opts, colour: colour() }));
+  });
+
+const policy = program
+  .command('policy')
+  .description(
+    'the policy kept in the policy_store: export it as YAML, import YAML into it, show its history',
+  );
+policy
+  .command('export')
+  .description("write the store's current policy as YAML (stdout, or --output)")
+  .requiredOption('-c, --config <file>', 'pgwarden.yaml naming policy_store')
+  .option('-o, --output <file>', 'write here (mode 0600) instead of stdout')
+  .action(async (opts: { config: string; output?: string }) => {
+    const { policyExport } = await import('./policy/policy-command.js');
+    finish(await policyExport(opts));
+  });
+policy
+  .command('import')
+  .description("replace the store's policy by a YAML file's (a policy file or a pgwarden.yaml)")
+  .requiredOption('-c, --config <file>', 'pgwarden.yaml naming policy_store')
+  .option('-m, --summary <text>', 'what the change is, for the history')
+  .argument('<file>', 'the YAML file to load')
+  .action(async (file: string, opts: { config: string; summary?: string }) => {
+    const { policyImport } = await import('./policy/policy-command.js');
+    finish(await policyImport({ ...opts, file }));
+  });
+policy
+  .command('history')
+  .description('the versions of the policy, newest first: version, time, author, epoch, changes')
+  .requiredOption('-c, --config <file>', 'pgwarden.yaml naming policy_store')
+  .option('-n, --limit <n>', 'how many', '20')
+  .action(async (opts: { config: string; limit: string }) => {
+    const { policyHistory } = await import('./policy/policy-command.js');
+    finish(await policyHistory({ config: opts.config, limit: Number(opts.limit) }));
   });
 
 program

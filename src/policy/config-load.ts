@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { formatIssue, formatPath } from './config-issues.js';
-import { type Config, configSchema } from './config-schema.js';
+import { type Config, configSchema, POLICY_FIELDS } from './config-schema.js';
 import { keysFilePath, readKeysFile } from './keys-file.js';
 import { ADMIN_ROLE } from './resolve-roles.js';
 
@@ -117,6 +117,18 @@ function mergeKeysFile(config: Config, configFile: string, warnings: string[]): 
 }
 
 /**
+ * With `policy_store` set, the policy lives in the store (issue 19) and the file may hold none of
+ * its fields: one problem per such field, naming `pgwarden policy import` as the way to load it.
+ */
+function storedPolicyProblems(raw: unknown): string[] {
+  if (raw === null || typeof raw !== 'object' || !('policy_store' in raw)) return [];
+  return POLICY_FIELDS.filter((f) => Object.hasOwn(raw, f)).map(
+    (f) =>
+      `${f}: the policy lives in policy_store; load it with \`pgwarden policy import\`, not in this file`,
+  );
+}
+
+/**
  * Parses and validates config text. `file` is used for messages and to resolve relative paths.
  * When `keys_file` is set, the keys file beside the config is read and its keys appended to
  * `api_keys` (issue 4). Throws {@link ConfigError} listing every problem (YAML syntax, missing env
@@ -132,6 +144,8 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   const problems: string[] = [];
   const raw = substituteEnv(doc.toJS(), [], env, problems);
   if (problems.length > 0) throw new ConfigError(file, problems);
+  const stored = storedPolicyProblems(raw);
+  if (stored.length > 0) throw new ConfigError(file, stored);
   const parsed = configSchema.safeParse(raw ?? {});
   if (!parsed.success) throw new ConfigError(file, parsed.error.issues.map(formatIssue));
   const abs = path.resolve(file);

@@ -166,6 +166,94 @@ export const databaseSchema = z
   })
   .strict();
 
+/**
+ * Workspace settings (seed 004, "Workspace settings: Edit workspace name, git remote, and settings"):
+ * what the `workspace_settings` app-level action edits through the admin API.
+ */
+export const workspaceSettingsSchema = z
+  .object({
+    name: z.string().min(1).max(100).optional(),
+    git_remote: z.string().min(1).max(500).optional(),
+  })
+  .strict();
+
+/**
+ * The fields of the config that make up the policy (issue 19): what the policy store keeps, what
+ * `pgwarden policy export/import` writes and reads, and what the admin API edits. Everything else
+ * (listener, TLS, limits, databases with their credentials) stays in the instance's own file.
+ */
+export const policyShape = {
+  workspace: workspaceSettingsSchema.default({}),
+  users: z.record(principalName, userSchema).default({}),
+  groups: z.record(principalName, groupSchema).default({}),
+  workspace_admins: z.array(principalName).default([]),
+  default_role: roleName.nullable().default(null),
+  roles: z.record(roleName, roleSchema).default({}),
+  api_keys: z.array(apiKeySchema).default([]),
+};
+
+/** The names of {@link policyShape}'s fields, in the order `pgwarden policy export` writes them. */
+export const POLICY_FIELDS = Object.keys(policyShape) as (keyof typeof policyShape)[];
+
+type PolicyFields = z.infer<z.ZodObject<typeof policyShape>>;
+
+/**
+ * The cross-references of a policy, each a zod issue at its path: the default role, every API key's
+ * roles and every group member must exist. With `strict` (the policy store and the admin API, issue
+ * 19: "unknown roles in tenants, a dangling group" are refused), every tenant must name a user or a
+ * group of the policy and every workspace admin a user; a config file only warns about those
+ * (config-load.ts), so that existing files keep loading.
+ */
+export function checkPolicyReferences(c: PolicyFields, ctx: z.RefinementCtx, strict: boolean): void {
+  if (c.default_role !== null && !Object.hasOwn(c.roles, c.default_role)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['default_role'],
+      message:
+        c.default_role === 'admin'
+          ? 'names no role "admin": pgwarden has no built-in admin role; define roles.admin or choose another default'
+          : `names no role "${c.default_role}"`,
+    });
+  }
+  c.api_keys.forEach((k, i) => {
+    k.roles.forEach((r, j) => {
+      if (!Object.hasOwn(c.roles, r))
+        ctx.addIssue({ code: 'custom', path: ['api_keys', i, 'roles', j], message: `names no role "${r}"` });
+    });
+  });
+  for (const [g, group] of Object.entries(c.groups)) {
+    group.members.forEach((m, j) => {
+      if (!Object.hasOwn(c.users, m))
+        ctx.addIssue({ code: 'custom', path: ['groups', g, 'members', j], message: `names no user "${m}"` });
+    });
+  }
+  if (!strict) return;
+  for (const [name, role] of Object.entries(c.roles)) {
+    role.tenants.forEach((t, j) => {
+      const who = t.slice(2);
+      const missing = t.startsWith('u/')
+        ? !Object.hasOwn(c.users, who)
+        : t.startsWith('g/') && !Object.hasOwn(c.groups, who);
+      if (missing)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['roles', name, 'tenants', j],
+          message: `names no ${t.startsWith('u/') ? 'user' : 'group'} "${who}"`,
+        });
+    });
+  }
+  c.workspace_admins.forEach((a, j) => {
+    if (!Object.hasOwn(c.users, a))
+      ctx.addIssue({ code: 'custom', path: ['workspace_admins', j], message: `names no user "${a}"` });
+  });
+}
+
+/** The policy alone, validated strictly (the store, `policy import`, the admin API). */
+export const policySchema = z
+  .object(policyShape)
+  .strict()
+  .superRefine((c, ctx) => checkPolicyReferences(c, ctx, true));
+
 export const configSchema = z
   .object({
     listen: hostPort.default('127.0.0.1:6432'),
@@ -197,14 +285,22 @@ export const configSchema = z
       z.string().regex(/^[A-Za-z0-9_-]{1,63}$/, 'database names: letters, digits, _ and -'),
       databaseSchema,
     ),
-    users: z.record(principalName, userSchema).default({}),
-    groups: z.record(principalName, groupSchema).default({}),
-    workspace_admins: z.array(principalName).default([]),
-    default_role: roleName.nullable().default(null),
-    roles: z.record(roleName, roleSchema).default({}),
+    /**
+     * Keep the policy in a `pgwarden` schema of this PostgreSQL database instead of this file
+     * (issue 19); `${ENV}` allowed. The file then holds no policy field.
+     */
+    policy_store: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+      .optional(),
+    /**
+     * A file where the last good policy read from the store is kept; `serve` starts from it when the
+     * store cannot be reached at start (issue 19). Relative to the config file.
+     */
+    policy_cache: z.string().min(1).optional(),
+    ...policyShape,
     /** A keys file beside the config (`pgwarden keys …` edits it); relative to the config file. */
     keys_file: z.string().optional(),
-    api_keys: z.array(apiKeySchema).default([]),
   })
   .strict()
   .superRefine((c, ctx) => {
@@ -225,36 +321,15 @@ export const configSchema = z
         });
       }
     }
-    if (c.default_role !== null && !Object.hasOwn(c.roles, c.default_role)) {
+    if (c.policy_store !== undefined && c.keys_file !== undefined)
       ctx.addIssue({
         code: 'custom',
-        path: ['default_role'],
-        message:
-          c.default_role === 'admin'
-            ? 'names no role "admin": pgwarden has no built-in admin role; define roles.admin or choose another default'
-            : `names no role "${c.default_role}"`,
+        path: ['keys_file'],
+        message: 'API keys live in the policy store when policy_store is set (the admin API edits them)',
       });
-    }
-    c.api_keys.forEach((k, i) => {
-      k.roles.forEach((r, j) => {
-        if (!(r in c.roles))
-          ctx.addIssue({
-            code: 'custom',
-            path: ['api_keys', i, 'roles', j],
-            message: `names no role "${r}"`,
-          });
-      });
-    });
-    for (const [g, group] of Object.entries(c.groups)) {
-      group.members.forEach((m, j) => {
-        if (!(m in c.users))
-          ctx.addIssue({
-            code: 'custom',
-            path: ['groups', g, 'members', j],
-            message: `names no user "${m}"`,
-          });
-      });
-    }
+    if (c.policy_cache !== undefined && c.policy_store === undefined)
+      ctx.addIssue({ code: 'custom', path: ['policy_cache'], message: 'needs policy_store' });
+    checkPolicyReferences(c, ctx, false);
   });
 
 /** The validated configuration, with defaults filled in. */
@@ -262,6 +337,9 @@ export type Config = z.infer<typeof configSchema>;
 export type Permission = z.infer<typeof permissionSchema>;
 export type Role = z.infer<typeof roleSchema>;
 export type ApiKey = z.infer<typeof apiKeySchema>;
+/** The policy part of a config (issue 19), defaults filled in. */
+export type Policy = z.infer<typeof policySchema>;
+export type WorkspaceSettings = z.infer<typeof workspaceSettingsSchema>;
 
 /** Splits `host:port` (IPv6 in brackets) into its parts; the port as a number. */
 export function splitHostPort(s: string): [string, number] {

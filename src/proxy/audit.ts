@@ -121,13 +121,19 @@ export interface AuditEvent {
   readonly rows?: number;
 }
 
-/** Writes audit events as pino lines tagged `audit: true` (a separate file when `audit.file` is set). */
+/**
+ * Writes audit events as pino lines tagged `audit: true` (a separate file when `audit.file` is set),
+ * each stamped with the `epoch` of the policy in force (issue 19), when `epoch` is given.
+ */
 export class AuditLog {
-  constructor(private readonly logger: Logger) {}
+  constructor(
+    private readonly logger: Logger,
+    private readonly epoch?: () => string,
+  ) {}
 
   /** Logs one statement; `sql` must already be normalized. */
   write(e: AuditEvent): void {
-    this.logger.info({ audit: true, ...e }, 'statement');
+    this.logger.info({ audit: true, ...e, ...(this.epoch ? { epoch: this.epoch() } : {}) }, 'statement');
   }
 }
 

@@ -8,6 +8,7 @@ import type { LoadedConfig } from '../policy/config-load.js';
 import { splitHostPort } from '../policy/config-schema.js';
 import { DecisionCache } from '../policy/decision-cache.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
+import { configEpoch } from '../policy/policy-document.js';
 import type { AnalysisCacheStats } from '../sql/analysis-cache.js';
 import { createAnalysisCache } from '../sql/analyze.js';
 import type { ErrorFields } from '../wire/backend.js';
@@ -31,7 +32,11 @@ export interface ProxyServer {
   readonly sessionCount: () => number;
   /** Read-only counters for metrics and the benchmark: the analysis cache's hits and misses so far. */
   stats(): { analysis: AnalysisCacheStats };
-  /** Replaces the config for new sessions (SIGHUP); running sessions keep theirs. */
+  /** The epoch of the policy in force (issue 19), as stamped on audit lines. */
+  epoch(): string;
+  /** The config in force. */
+  config(): LoadedConfig;
+  /** Replaces the config for new sessions (SIGHUP, a store change) and resolves open sessions again. */
   reload(next: LoadedConfig): void;
   /**
    * Stops accepting, lets running statements finish for `graceMs` (default: the config's
@@ -82,7 +87,7 @@ export async function startProxy(
   const catalogs = new CatalogSource(initial.config.catalog.ttl_seconds * 1000);
   const analyses = createAnalysisCache();
   const decisions = new DecisionCache();
-  const audit = new AuditLog(opts.auditLogger ?? logger);
+  const audit = new AuditLog(opts.auditLogger ?? logger, () => configEpoch(current.config));
   let nextId = 1;
   let closing = false;
   let refusing = 0;
@@ -150,10 +155,15 @@ export async function startProxy(
     address: { host: addr.address, port: addr.port },
     sessionCount: () => sessions.size,
     stats: () => ({ analysis: analyses.stats() }),
+    epoch: () => configEpoch(current.config),
+    config: () => current,
     reload(next) {
       secure = loadTls(next);
       current = next;
-      logger.info({ event: 'reload', file: next.file }, 'configuration reloaded');
+      logger.info(
+        { event: 'reload', file: next.file, epoch: configEpoch(next.config) },
+        'configuration reloaded',
+      );
       for (const s of sessions) s.recheck(next.config);
     },
     async close(graceMs = current.config.limits.shutdown_grace_ms) {

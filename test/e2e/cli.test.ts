@@ -1,5 +1,5 @@
 // The pgwarden command: exit code 2 on a bad config, superuser warning, SIGHUP reload, TLS, SIGTERM.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,60 +9,14 @@ import YAML from 'yaml';
 import { freePort } from '../../src/embedded/postgres.js';
 import { demoConfigObject, testEnv } from '../helpers/proxy.js';
 import { psql } from '../helpers/psql.js';
+import { serveProcess } from '../helpers/serve-process.js';
 
 const BIN = path.resolve(import.meta.dirname, '../../bin/pgwarden.js');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-cli-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-/** A running `pgwarden serve` with its collected log lines. */
-interface Served {
-  child: ChildProcess;
-  lines: Record<string, unknown>[];
-  port: number;
-  waitFor(pred: (l: Record<string, unknown>) => boolean, ms?: number): Promise<Record<string, unknown>>;
-  exited: Promise<number | null>;
-}
-
-async function serve(
-  cfg: Record<string, unknown>,
-  file = path.join(dir, `pgwarden-${Date.now()}.yaml`),
-): Promise<Served> {
-  const port = await freePort();
-  cfg.listen = `127.0.0.1:${port}`;
-  fs.writeFileSync(file, YAML.stringify(cfg));
-  const child = spawn(process.execPath, [BIN, 'serve', '--config', file], {
-    env: testEnv(),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: Record<string, unknown>[] = [];
-  let buf = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    buf += d.toString();
-    let i = buf.indexOf('\n');
-    while (i >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      try {
-        lines.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        lines.push({ raw: line });
-      }
-      i = buf.indexOf('\n');
-    }
-  });
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  const waitFor = async (pred: (l: Record<string, unknown>) => boolean, ms = 15_000) => {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const hit = lines.find(pred);
-      if (hit) return hit;
-      if (Date.now() > deadline) throw new Error(`no such log line; got ${JSON.stringify(lines)}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  };
-  await waitFor((l) => l.event === 'listening');
-  return { child, lines, port, waitFor, exited };
-}
+const serve = (cfg: Record<string, unknown>, file?: string) =>
+  serveProcess(cfg, file ?? path.join(dir, `pgwarden-${Date.now()}.yaml`));
 
 describe('pgwarden serve', () => {
   test('a bad config exits 2 listing every error with its path', () => {

@@ -1,0 +1,418 @@
+// The policy store: the policy in a `pgwarden` schema of PostgreSQL, with versions, epochs, history and NOTIFY.
+import pg from 'pg';
+import type { Policy } from './config-schema.js';
+import {
+  emptyPolicy,
+  type PolicyChange,
+  PolicyInvalidError,
+  policyChanges,
+  policyEpoch,
+  validatePolicy,
+} from './policy-document.js';
+import { POLICY_CHANNEL, POLICY_MIGRATIONS } from './policy-migrations.js';
+import { applyMigrations } from './schema-migrations.js';
+
+/** The policy in force in the store: its version (0 before the first commit), epoch, and who committed it when. */
+export interface StoredPolicy {
+  readonly version: number;
+  readonly epoch: string;
+  readonly policy: Policy;
+  readonly author: string | null;
+  /** ISO date-time of the commit; null for version 0. */
+  readonly createdAt: string | null;
+}
+
+/** One entry of the append-only history (issue 19: "who, when, what changed"). */
+export interface PolicyVersionEntry {
+  readonly version: number;
+  readonly epoch: string;
+  readonly author: string;
+  readonly createdAt: string;
+  readonly summary: string;
+  readonly changes: readonly PolicyChange[];
+}
+
+/** The outcome of {@link PolicyStore.commit}: the policy before and after; `committed` false when nothing changed. */
+export interface CommitResult {
+  readonly before: StoredPolicy;
+  readonly after: StoredPolicy;
+  readonly changes: readonly PolicyChange[];
+  readonly committed: boolean;
+}
+
+/**
+ * A write lost an optimistic-concurrency race (issue 19: "the version they read, 409 for the
+ * loser"): what it edited changed after the version the writer read.
+ */
+export class PolicyConflictError extends Error {
+  constructor(
+    message: string,
+    readonly currentVersion: number,
+  ) {
+    super(message);
+    this.name = 'PolicyConflictError';
+  }
+}
+
+/** The store cannot be reached or migrated; `message` says which database and why (no password). */
+export class PolicyStoreUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PolicyStoreUnavailableError';
+  }
+}
+
+/** What a change function sees: the policy in force, and any earlier version's policy. */
+export interface CommitContext {
+  readonly current: StoredPolicy;
+  /** The policy of `version` from the history (undefined for an unknown version; version 0 is empty). */
+  policyAt(version: number): Promise<Policy | undefined>;
+}
+
+/** The advisory lock taken by every commit, so commits are serialized across instances. */
+const COMMIT_LOCK = 0x70677770; // 'pgwp'
+
+/** `postgres://user:***@host:port/db`: a store URL fit for a message. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+/**
+ * The policy kept in PostgreSQL (issue 19, DESIGN.md "Control plane"). Open with {@link PolicyStore.open}
+ * (connects and applies the migrations); read with {@link current}; change with {@link commit}, which
+ * validates, writes every table, appends a version to the history and NOTIFYs `pgwarden_policy` in one
+ * transaction. Database credentials of the proxied databases never enter the store: the policy has no
+ * field for them.
+ */
+export class PolicyStore {
+  private constructor(
+    private readonly pool: pg.Pool,
+    /** The store's URL with its password masked, for messages. */
+    readonly displayUrl: string,
+  ) {}
+
+  /**
+   * Connects to `url` and applies pending migrations. Throws {@link PolicyStoreUnavailableError} with
+   * a clear message when the database cannot be reached or the login may not create the schema.
+   */
+  static async open(url: string, opts: { connectTimeoutMs?: number } = {}): Promise<PolicyStore> {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: 3,
+      connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
+      application_name: 'pgwarden policy store',
+    });
+    pool.on('error', () => {});
+    const store = new PolicyStore(pool, redactUrl(url));
+    try {
+      const client = await pool.connect();
+      try {
+        await applyMigrations(client, POLICY_MIGRATIONS);
+      } finally {
+        client.release();
+      }
+    } catch (e) {
+      await pool.end().catch(() => {});
+      throw new PolicyStoreUnavailableError(
+        `policy store ${store.displayUrl} is unavailable: ${(e as Error).message}`,
+      );
+    }
+    return store;
+  }
+
+  /** The policy in force: read from the tables in one snapshot, with the latest version's number. */
+  async current(): Promise<StoredPolicy> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+      const stored = await readCurrent(client);
+      await client.query('COMMIT');
+      return stored;
+    } finally {
+      client.release();
+    }
+  }
+
+  /**
+   * Commits a new version: under the commit lock, `change` gets the policy in force and returns the
+   * next one (it may throw {@link PolicyConflictError} or {@link PolicyInvalidError}, and nothing is
+   * written). The result is validated strictly (PolicyInvalidError with every issue; the store stays
+   * unchanged), must hold SCRAM verifiers only, and is written when its epoch differs from the
+   * current one: every table replaced, a history row `{version, epoch, author, summary, changes,
+   * policy}` appended, and `NOTIFY pgwarden_policy` sent on commit.
+   */
+  async commit(
+    opts: { readonly author: string; readonly summary?: string },
+    change: (ctx: CommitContext) => Policy | Promise<Policy>,
+  ): Promise<CommitResult> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock($1)', [COMMIT_LOCK]);
+      const before = await readCurrent(client);
+      const next = validatePolicy(
+        await change({ current: before, policyAt: (v) => policyAtVersion(client, v) }),
+      );
+      const plain = Object.entries(next.users).filter(([, u]) => u.password !== undefined);
+      if (plain.length > 0)
+        throw new PolicyInvalidError(
+          plain.map(([name]) => ({
+            path: `users.${name}.password`,
+            parts: ['users', name, 'password'],
+            message: 'the policy store keeps SCRAM verifiers only (`pgwarden passwd` makes one)',
+          })),
+        );
+      const epoch = policyEpoch(next);
+      if (epoch === before.epoch) {
+        await client.query('ROLLBACK');
+        return { before, after: before, changes: [], committed: false };
+      }
+      const changes = policyChanges(before.policy, next);
+      await writeTables(client, next);
+      const version = before.version + 1;
+      const row = await client.query<{ created_at: Date }>(
+        `INSERT INTO pgwarden.policy_versions (version, epoch, author, summary, changes, policy)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING created_at`,
+        [version, epoch, opts.author, opts.summary ?? '', JSON.stringify(changes), JSON.stringify(next)],
+      );
+      await client.query('SELECT pg_notify($1, $2)', [POLICY_CHANNEL, JSON.stringify({ version, epoch })]);
+      await client.query('COMMIT');
+      const after: StoredPolicy = {
+        version,
+        epoch,
+        policy: next,
+        author: opts.author,
+        createdAt: row.rows[0]?.created_at.toISOString() ?? null,
+      };
+      return { before, after, changes, committed: true };
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw e;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** The history, newest first: at most `limit` entries (1–1000) older than version `before`. */
+  async history(opts: { limit?: number; before?: number } = {}): Promise<PolicyVersionEntry[]> {
+    const limit = Math.max(1, Math.min(opts.limit ?? 50, 1000));
+    const r = await this.pool.query<{
+      version: string;
+      epoch: string;
+      author: string;
+      created_at: Date;
+      summary: string;
+      changes: PolicyChange[];
+    }>(
+      `SELECT version, epoch, author, created_at, summary, changes FROM pgwarden.policy_versions
+       WHERE version < $1 ORDER BY version DESC LIMIT $2`,
+      [opts.before ?? Number.MAX_SAFE_INTEGER, limit],
+    );
+    return r.rows.map((x) => ({
+      version: Number(x.version),
+      epoch: x.epoch,
+      author: x.author,
+      createdAt: x.created_at.toISOString(),
+      summary: x.summary,
+      changes: x.changes,
+    }));
+  }
+
+  /** The policy of an earlier version (0: the empty policy); undefined when there is no such version. */
+  async policyAt(version: number): Promise<Policy | undefined> {
+    const client = await this.pool.connect();
+    try {
+      return await policyAtVersion(client, version);
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Closes the store's connections. */
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+async function policyAtVersion(client: pg.ClientBase, version: number): Promise<Policy | undefined> {
+  if (version === 0) return emptyPolicy();
+  const r = await client.query<{ policy: unknown }>(
+    'SELECT policy FROM pgwarden.policy_versions WHERE version = $1',
+    [version],
+  );
+  const row = r.rows[0];
+  return row ? validatePolicy(row.policy) : undefined;
+}
+
+type Row = Record<string, unknown>;
+
+/** Reads every policy table into a Policy (validated) and the latest version row. */
+async function readCurrent(client: pg.ClientBase): Promise<StoredPolicy> {
+  const q = async (sql: string) => (await client.query<Row>(sql)).rows;
+  const rows: Row[][] = [];
+  // One after another: a pg client runs one query at a time.
+  for (const sql of [
+    'SELECT name, value FROM pgwarden.policy_settings',
+    'SELECT name, scram, disabled FROM pgwarden.policy_users ORDER BY ord',
+    'SELECT name FROM pgwarden.policy_groups ORDER BY ord',
+    'SELECT group_name, member FROM pgwarden.policy_group_members ORDER BY group_name, ord',
+    'SELECT name, description FROM pgwarden.policy_roles ORDER BY ord',
+    'SELECT role_name, pattern FROM pgwarden.policy_tenants ORDER BY role_name, ord',
+    `SELECT role_name, effect, actions, database_name, schema_name, table_name, column_name
+       FROM pgwarden.policy_permissions ORDER BY role_name, ord`,
+    `SELECT id, scram, previous_scram, previous_expires_at, roles, description, created_at, expires_at, revoked
+       FROM pgwarden.policy_api_keys ORDER BY ord`,
+    'SELECT version, author, created_at FROM pgwarden.policy_versions ORDER BY version DESC LIMIT 1',
+  ])
+    rows.push(await q(sql));
+  const [
+    settings = [],
+    users = [],
+    groups = [],
+    members = [],
+    roles = [],
+    tenants = [],
+    perms = [],
+    keys = [],
+    head = [],
+  ] = rows;
+  const setting = (name: string) => settings.find((s) => s.name === name)?.value;
+  const raw = {
+    workspace: setting('workspace') ?? {},
+    workspace_admins: setting('workspace_admins') ?? [],
+    default_role: setting('default_role') ?? null,
+    users: Object.fromEntries(
+      users.map((u) => [u.name, { scram: u.scram, ...(u.disabled ? { disabled: true } : {}) }]),
+    ),
+    groups: Object.fromEntries(
+      groups.map((g) => [
+        g.name,
+        { members: members.filter((m) => m.group_name === g.name).map((m) => m.member) },
+      ]),
+    ),
+    roles: Object.fromEntries(
+      roles.map((r) => [
+        r.name,
+        {
+          ...(r.description !== null ? { description: r.description } : {}),
+          tenants: tenants.filter((t) => t.role_name === r.name).map((t) => t.pattern),
+          permissions: perms
+            .filter((p) => p.role_name === r.name)
+            .map((p) =>
+              dropNulls({
+                effect: p.effect,
+                actions: p.actions,
+                database: p.database_name,
+                schema: p.schema_name,
+                table: p.table_name,
+                column: p.column_name,
+              }),
+            ),
+        },
+      ]),
+    ),
+    api_keys: keys.map((k) => ({ ...dropNulls({ ...k, expires_at: undefined }), expires_at: k.expires_at })),
+  };
+  const policy = validatePolicy(raw);
+  const h = head[0];
+  return {
+    version: h ? Number(h.version) : 0,
+    epoch: policyEpoch(policy),
+    policy,
+    author: h ? String(h.author) : null,
+    createdAt: h ? (h.created_at as Date).toISOString() : null,
+  };
+}
+
+function dropNulls(o: Row): Row {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined));
+}
+
+/** Replaces the content of every policy table by `p` (inside the caller's transaction). */
+async function writeTables(client: pg.ClientBase, p: Policy): Promise<void> {
+  await client.query(`DELETE FROM pgwarden.policy_group_members; DELETE FROM pgwarden.policy_groups;
+    DELETE FROM pgwarden.policy_users; DELETE FROM pgwarden.policy_tenants; DELETE FROM pgwarden.policy_permissions;
+    DELETE FROM pgwarden.policy_roles; DELETE FROM pgwarden.policy_api_keys; DELETE FROM pgwarden.policy_settings`);
+  const ins = (sql: string, values: unknown[]) => client.query(sql, values);
+  for (const [name, value] of [
+    ['workspace', p.workspace],
+    ['workspace_admins', p.workspace_admins],
+    ['default_role', p.default_role],
+  ] as const)
+    await ins('INSERT INTO pgwarden.policy_settings (name, value) VALUES ($1, $2)', [
+      name,
+      JSON.stringify(value),
+    ]);
+  let ord = 0;
+  for (const [name, u] of Object.entries(p.users))
+    await ins('INSERT INTO pgwarden.policy_users (name, ord, scram, disabled) VALUES ($1, $2, $3, $4)', [
+      name,
+      ord++,
+      u.scram,
+      u.disabled,
+    ]);
+  ord = 0;
+  for (const [name, g] of Object.entries(p.groups)) {
+    await ins('INSERT INTO pgwarden.policy_groups (name, ord) VALUES ($1, $2)', [name, ord++]);
+    for (const [i, m] of g.members.entries())
+      await ins('INSERT INTO pgwarden.policy_group_members (group_name, ord, member) VALUES ($1, $2, $3)', [
+        name,
+        i,
+        m,
+      ]);
+  }
+  ord = 0;
+  for (const [name, r] of Object.entries(p.roles)) {
+    await ins('INSERT INTO pgwarden.policy_roles (name, ord, description) VALUES ($1, $2, $3)', [
+      name,
+      ord++,
+      r.description ?? null,
+    ]);
+    for (const [i, t] of r.tenants.entries())
+      await ins('INSERT INTO pgwarden.policy_tenants (role_name, ord, pattern) VALUES ($1, $2, $3)', [
+        name,
+        i,
+        t,
+      ]);
+    for (const [i, x] of r.permissions.entries())
+      await ins(
+        `INSERT INTO pgwarden.policy_permissions
+           (role_name, ord, effect, actions, database_name, schema_name, table_name, column_name)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+        [
+          name,
+          i,
+          x.effect,
+          x.actions,
+          x.database ?? null,
+          x.schema ?? null,
+          x.table ?? null,
+          x.column ?? null,
+        ],
+      );
+  }
+  for (const [i, k] of p.api_keys.entries())
+    await ins(
+      `INSERT INTO pgwarden.policy_api_keys
+         (id, ord, scram, previous_scram, previous_expires_at, roles, description, created_at, expires_at, revoked)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      [
+        k.id,
+        i,
+        k.scram,
+        k.previous_scram ?? null,
+        k.previous_expires_at ?? null,
+        k.roles,
+        k.description ?? null,
+        k.created_at ?? null,
+        k.expires_at,
+        k.revoked,
+      ],
+    );
+}
