@@ -9,13 +9,13 @@ import {
   run,
   startWireTap,
   type WireTap,
-} from '../../helpers/drivers/tools.js';
-import { startTestProxy, type TestProxy } from '../../helpers/proxy.js';
+} from '../helpers/drivers/tools.js';
+import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 
 const JAR = '/usr/share/java/postgresql.jar';
 const PROGRAM = path.resolve(
   path.dirname(fileURLToPath(import.meta.url)),
-  '../../helpers/drivers/JdbcScenario.java',
+  '../helpers/drivers/JdbcScenario.java',
 );
 /** Executions of one PreparedStatement before pgjdbc switches to a named server statement. */
 const PREPARE_THRESHOLD = 3;

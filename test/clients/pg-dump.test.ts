@@ -8,9 +8,9 @@ import {
   freshDatabase,
   requireTool,
   run,
-} from '../../helpers/drivers/tools.js';
-import { startTestProxy, type TestProxy } from '../../helpers/proxy.js';
-import { psql } from '../../helpers/psql.js';
+} from '../helpers/drivers/tools.js';
+import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { psql } from '../helpers/psql.js';
 
 const DB = 'pgw_drivers_dump';
 const RESTORED = 'pgw_drivers_restored';

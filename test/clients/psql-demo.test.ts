@@ -26,6 +26,14 @@ describe('psql through pgwarden', () => {
     expect(r.stdout).toContain('"users_pkey" PRIMARY KEY, btree (id)');
   });
 
+  test('psql \\d users, \\dt, \\l work for alice', async () => {
+    for (const cmd of ['\\d users', '\\dt', '\\l', '\\dn', '\\df']) {
+      const r = await psql(proxy.url('alice'), ['-c', cmd]);
+      expect(r.stderr, cmd).toBe('');
+      expect(r.code, cmd).toBe(0);
+    }
+  });
+
   test('\\dt lists the three tables', async () => {
     const r = await psql(proxy.url('dba'), ['-c', '\\dt']);
     expect(r.code).toBe(0);

@@ -7,9 +7,9 @@ import {
   dropDatabase,
   freshDatabase,
   requireTool,
-} from '../../helpers/drivers/tools.js';
-import { startTestProxy, type TestProxy } from '../../helpers/proxy.js';
-import { psql } from '../../helpers/psql.js';
+} from '../helpers/drivers/tools.js';
+import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { psql } from '../helpers/psql.js';
 
 /** A database of this suite's own (the demo schema plus a schema and a function), so concurrent suites do not change what \d shows. */
 const DB = 'pgw_drivers_psql';

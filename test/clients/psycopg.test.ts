@@ -2,13 +2,13 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { driverConfig, requireTool, run } from '../../helpers/drivers/tools.js';
-import { startTestProxy, type TestProxy } from '../../helpers/proxy.js';
+import { driverConfig, requireTool, run } from '../helpers/drivers/tools.js';
+import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 
 const PYTHON = '/usr/bin/python3';
 const SCRIPT = path.resolve(
   path.dirname(fileURLToPath(import.meta.url)),
-  '../../helpers/drivers/psycopg_scenario.py',
+  '../helpers/drivers/psycopg_scenario.py',
 );
 
 let proxy: TestProxy;
