@@ -89,4 +89,10 @@ export const POLICY_MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  {
+    // jsonb reorders object keys, and the order of roles is part of the policy (resolution order):
+    // the snapshot of each version keeps the text as written.
+    name: 'policy-002-versions-policy-json',
+    sql: 'ALTER TABLE pgwarden.policy_versions ALTER COLUMN policy TYPE json USING policy::json',
+  },
 ];

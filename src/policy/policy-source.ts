@@ -126,12 +126,15 @@ export class PolicySource {
     return this.loaded;
   }
 
-  /** Re-reads the store now and applies a new epoch (what a NOTIFY triggers); errors are logged. */
-  async refresh(): Promise<void> {
+  /**
+   * Re-reads the store now and applies a new epoch (what a NOTIFY triggers: the latest version, one
+   * query; `full` reads every table, as at start and on reconnect); errors are logged.
+   */
+  async refresh(full = false): Promise<void> {
     const store = this.storeHandle;
     if (!store) return;
     try {
-      const stored = await store.current();
+      const stored = full ? await store.current() : await store.latest();
       this.state = { ...this.state, version: stored.version, epoch: stored.epoch, from: 'store' };
       if (stored.epoch === this.current.epoch) return;
       this.current = stored;
@@ -188,7 +191,7 @@ export class PolicySource {
       delete (this.state as { lastError?: string }).lastError;
       if (was === 'disconnected' && this.state.from === 'cache')
         this.logger.info({ event: 'policy-store-back' }, 'policy store reached; reading it');
-      await this.refresh();
+      await this.refresh(true);
     } catch (e) {
       this.disconnected((e as Error).message);
     }

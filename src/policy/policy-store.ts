@@ -199,6 +199,32 @@ export class PolicyStore {
     }
   }
 
+  /**
+   * The latest committed version from the history alone (one query: what an instance reloads on
+   * NOTIFY). The same policy as {@link current} unless the tables were edited by hand.
+   */
+  async latest(): Promise<StoredPolicy> {
+    const r = await this.pool.query<{
+      version: string;
+      epoch: string;
+      policy: unknown;
+      author: string;
+      created_at: Date;
+    }>(
+      'SELECT version, epoch, policy, author, created_at FROM pgwarden.policy_versions ORDER BY version DESC LIMIT 1',
+    );
+    const row = r.rows[0];
+    if (!row) return this.current();
+    const policy = validatePolicy(row.policy);
+    return {
+      version: Number(row.version),
+      epoch: policyEpoch(policy),
+      policy,
+      author: row.author,
+      createdAt: row.created_at.toISOString(),
+    };
+  }
+
   /** The history, newest first: at most `limit` entries (1–1000) older than version `before`. */
   async history(opts: { limit?: number; before?: number } = {}): Promise<PolicyVersionEntry[]> {
     const limit = Math.max(1, Math.min(opts.limit ?? 50, 1000));

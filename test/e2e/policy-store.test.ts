@@ -168,6 +168,7 @@ describe('policy store', () => {
       const cur = await store.current();
       const started = Date.now();
       const r = await store.commit({ author: 'test' }, ({ current }) => unhideEmail(current.policy));
+      const committed = Date.now();
       expect(r.committed).toBe(true);
       expect(r.changes).toEqual([{ op: 'changed', path: 'roles.analyst' }]);
       expect(r.after.epoch).toBe(policyEpoch(unhideEmail(cur.policy)));
@@ -184,8 +185,8 @@ describe('policy store', () => {
       for (const s of served) {
         const line = await s.waitFor((l) => l.event === 'policy-reload');
         expect(line).toMatchObject({ version: r.after.version, epoch: r.after.epoch });
-        console.log(`instance reloaded ${(line.time as number) - started} ms after the commit`);
-        expect((line.time as number) - started).toBeLessThan(1000);
+        console.log(`instance reloaded ${(line.time as number) - committed} ms after the commit`);
+        expect((line.time as number) - committed).toBeLessThan(1000);
       }
     } finally {
       for (const c of clients) await c.end().catch(() => {});
