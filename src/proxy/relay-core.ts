@@ -56,7 +56,14 @@ export type Expect =
       index: number;
       readonly sql: string;
       readonly started: number;
+      /**
+       * A stage of a string pgwarden runs in its own transaction: its ReadyForQuery is handed
+       * here instead of to the client, unless this returns true.
+       */
+      readonly held?: (status: 'I' | 'T' | 'E') => boolean;
     }
+  /** pgwarden's closing statement of a staged string: only its error and ReadyForQuery reach the client. */
+  | { readonly t: 'finish' }
   | { readonly t: 'parse'; readonly entry: PreparedEntry; readonly undo: () => void }
   | { readonly t: 'bind'; readonly undo: () => void }
   | { readonly t: 'describe'; readonly plan: StatementPlan | null }
@@ -246,18 +253,20 @@ export abstract class RelayCore {
 
   /**
    * Runs the gate for `sql` and hands its result to `then` — synchronously when the gate could
-   * decide without waiting (a loaded catalog: the hot path), else once it has. A catalog that
+   * decide without waiting (a loaded catalog: the hot path), else once it has; what `allowed`
+   * returns (a string run in stages) is waited for too. A catalog that
    * cannot be read becomes a refusal (08006) passed to `onFailure`.
    */
   protected withGate(
     sql: string,
-    allowed: (r: GateResult & { ok: true }) => void,
+    allowed: (r: GateResult & { ok: true }) => Promise<void> | undefined | void,
     refuse: (r: Refusal) => void,
   ): Promise<void> | undefined {
-    const then = (r: GateResult) => {
+    const then = (r: GateResult): Promise<void> | undefined | void => {
       if (r.ok) return allowed(r);
       this.auditRefusal(sql, r.refusal, r.statement?.kind);
       refuse(r.refusal);
+      return undefined;
     };
     let r: GateResult | Promise<GateResult>;
     try {
@@ -266,10 +275,7 @@ export abstract class RelayCore {
       refuse(this.catalogFailure(e));
       return undefined;
     }
-    if (!(r instanceof Promise)) {
-      then(r);
-      return undefined;
-    }
+    if (!(r instanceof Promise)) return then(r) ?? undefined;
     return r.then(then, (e: unknown) => refuse(this.catalogFailure(e)));
   }
 

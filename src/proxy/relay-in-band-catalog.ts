@@ -70,6 +70,25 @@ export abstract class InBandCatalogRelay extends RelayCore {
     });
   }
 
+  /**
+   * Runs one of pgwarden's own statements (BEGIN, SAVEPOINT, ROLLBACK) on the session's
+   * connection, every reply consumed here; resolves true when it succeeded.
+   */
+  protected internal(sql: string): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.expects.push({
+        t: 'internal',
+        results: [],
+        fields: [],
+        names: [],
+        rows: [],
+        failed: false,
+        done: (results) => resolve(results !== null),
+      });
+      this.send(encodeQuery(sql));
+    });
+  }
+
   /** After a failed in-band read: ROLLBACK (it was ours) or back to the savepoint (the client's transaction). */
   private cleanUpInternal(inTx: boolean): void {
     this.expects.push({

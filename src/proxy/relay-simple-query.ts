@@ -1,10 +1,21 @@
-// The Simple Query flow: a Query decided before it is sent, its replies matched to its statements' plans.
+// The Simple Query flow: a Query decided before it is sent, its replies matched to its statements' plans; a string that uses what it creates runs in stages.
+import type { Refusal } from '../policy/decision-types.js';
 import { decodeCommandComplete } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
 import type { Frame } from '../wire/framer.js';
 import { decodeQuery } from '../wire/frontend.js';
+import { query as encodeQuery } from '../wire/frontend-encode.js';
 import type { Expect } from './relay-core.js';
 import { ResultRelay } from './relay-results.js';
+import { type GateResult, gate, type StatementPlan } from './statement-gate.js';
+
+/** The savepoint a staged string runs under inside the client's own transaction block. */
+const STRING_SAVEPOINT = 'pgwarden_string';
+
+/** The message of 25P02 (in_failed_sql_transaction), as Postgres words it. */
+const ABORTED = 'current transaction is aborted, commands ignored until end of transaction block';
+const NOT_IN_EXTENDED =
+  'pgwarden runs a string that uses what it creates in its own transaction, which cannot start inside an extended-protocol batch; send Sync first';
 
 /** Simple Query (protocol "Simple Query"): one Query message, possibly many statements, each with its plan. */
 export abstract class SimpleQueryRelay extends ResultRelay {
@@ -15,12 +26,146 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     return this.withGate(
       sql,
       (result) => {
+        if (result.rest !== undefined && result.head !== undefined) {
+          // In a failed transaction Postgres runs nothing of the string (25P02): neither do stages.
+          if (this.status === 'E' || this.extendedOpen) {
+            this.batchOpen = false;
+            return this.refuseSimple(
+              this.status === 'E'
+                ? { sqlstate: '25P02', message: ABORTED }
+                : { sqlstate: '0A000', message: NOT_IN_EXTENDED },
+            );
+          }
+          return this.staged(result.plans, result.head, result.rest, started);
+        }
         this.expects.push({ t: 'query', plans: result.plans, index: 0, sql, started });
         this.send(f.bytes);
         this.batchOpen = false;
+        return undefined;
       },
       (r) => this.refuseSimple(r),
     );
+  }
+
+  /**
+   * Runs a string whose later statements use what earlier ones create (issue 15), as Postgres
+   * runs any multi-statement string: as one transaction, all or nothing. pgwarden opens it
+   * (BEGIN when idle; a savepoint inside the client's transaction block), sends the decided
+   * statements, decides the rest with the catalog read on this connection (it alone sees their
+   * effects), sends that, and so on; then closes it (COMMIT, or RELEASE) with only its
+   * ReadyForQuery reaching the client. The client sees what a direct connection sends: each
+   * statement's replies, a failing statement's error as Postgres words it (its position in the
+   * whole string: the parts already sent are blanked, not cut), then ReadyForQuery `I` (rolled
+   * back) or `E` inside the client's block. A statement pgwarden refuses rolls back what ran
+   * before it, then is answered as any refusal: nothing of the string stays. Every statement is
+   * decided before it is sent.
+   */
+  private async staged(
+    plans0: readonly StatementPlan[],
+    head0: string,
+    rest0: string,
+    started: number,
+  ): Promise<void> {
+    const inTx = this.status === 'T';
+    const paths = this.o.gateSession.paths;
+    if (!(await this.internal(inTx ? `SAVEPOINT ${STRING_SAVEPOINT}` : 'BEGIN'))) {
+      this.batchOpen = false;
+      return this.refuseSimple({
+        sqlstate: '08006',
+        message: 'pgwarden could not open the string transaction',
+      });
+    }
+    if (inTx) paths.completed([{ kind: 'savepoint', name: STRING_SAVEPOINT }]);
+    let plans = plans0;
+    let text = head0;
+    let rest: string | undefined = rest0;
+    for (;;) {
+      if (!(await this.runStage(plans, text, started, inTx))) return this.endFailed(inTx);
+      if (rest === undefined) break;
+      const r = await this.gateRest(rest);
+      if (!r.ok) return this.rollBackRefused(inTx, r.refusal);
+      plans = r.plans;
+      text = r.head ?? rest;
+      rest = r.rest;
+    }
+    this.batchOpen = false;
+    this.finish(inTx ? `RELEASE SAVEPOINT ${STRING_SAVEPOINT}` : 'COMMIT');
+    if (inTx) paths.completed([{ kind: 'release', name: STRING_SAVEPOINT }]);
+  }
+
+  /**
+   * Sends one stage; resolves true when it ran through (its ReadyForQuery held back), false after
+   * an error (inside the client's block its ReadyForQuery `E` goes on to the client).
+   */
+  private runStage(
+    plans: readonly StatementPlan[],
+    sql: string,
+    started: number,
+    inTx: boolean,
+  ): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.expects.push({
+        t: 'query',
+        plans,
+        index: 0,
+        sql,
+        started,
+        held: (status) => {
+          resolve(status === 'T');
+          return status === 'E' && inTx;
+        },
+      });
+      this.send(encodeQuery(sql));
+    });
+  }
+
+  private async gateRest(text: string): Promise<GateResult> {
+    try {
+      return await gate(text, this.o.gateSession, this.o.cache, this.o.decide);
+    } catch {
+      return {
+        ok: false,
+        refusal: {
+          sqlstate: '08006',
+          message: 'pgwarden cannot read the upstream catalog now; the statement was not sent',
+        },
+      };
+    }
+  }
+
+  /** A statement of the string failed upstream (its error already went to the client): end as Postgres does. */
+  private endFailed(inTx: boolean): void {
+    this.batchOpen = false;
+    if (inTx) return;
+    this.finish('ROLLBACK');
+    this.o.gateSession.paths.completed([{ kind: 'rollback' }]);
+  }
+
+  /** A later statement is refused: undo what the string did, then answer as any refusal. */
+  private async rollBackRefused(inTx: boolean, r: Refusal): Promise<void> {
+    this.batchOpen = false;
+    const paths = this.o.gateSession.paths;
+    if (inTx) {
+      await this.internal(`ROLLBACK TO SAVEPOINT ${STRING_SAVEPOINT}; RELEASE SAVEPOINT ${STRING_SAVEPOINT}`);
+      paths.completed([
+        { kind: 'rollback-to', name: STRING_SAVEPOINT },
+        { kind: 'release', name: STRING_SAVEPOINT },
+      ]);
+    } else {
+      await this.internal('ROLLBACK');
+      paths.completed([{ kind: 'rollback' }]);
+    }
+    this.refuseSimple(r);
+  }
+
+  /**
+   * Sends pgwarden's own closing statement of a staged string (COMMIT, ROLLBACK, RELEASE): its
+   * CommandComplete is dropped, an error (a deferred constraint failing at COMMIT) and its
+   * ReadyForQuery go to the client.
+   */
+  private finish(sql: string): void {
+    this.expects.push({ t: 'finish' });
+    this.send(encodeQuery(sql));
   }
 
   protected queryReply(head: Expect & { t: 'query' }, f: Frame): Buffer | null {

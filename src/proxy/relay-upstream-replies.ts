@@ -94,18 +94,28 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
     return f.bytes;
   }
 
-  private readyForQuery(f: Frame): Buffer {
+  private readyForQuery(f: Frame): Buffer | null {
     // Everything owed before this ReadyForQuery has been answered or skipped; what a skipped
     // message would have created or closed never happened upstream, so it is put back.
     const undos: (() => void)[] = [];
+    let ended: Expect | undefined;
     while (this.expects.length > 0) {
       const e = this.expects.shift() as Expect;
-      if (e.t === 'sync' || e.t === 'query' || (e.t === 'probe' && e.untilReady)) break;
+      if (e.t === 'sync' || e.t === 'query' || e.t === 'finish' || (e.t === 'probe' && e.untilReady)) {
+        ended = e;
+        break;
+      }
       if ('undo' in e) undos.push(e.undo);
     }
     for (const undo of undos.reverse()) undo();
     this.discarding = false;
     this.status = decodeReadyForQuery(f.payload);
+    // A stage of a string pgwarden runs in its own transaction: the client sees one ReadyForQuery, at the end.
+    if (ended?.t === 'query' && ended.held) {
+      if (this.status === 'I') this.transactionsEnded++;
+      this.o.gateSession.paths.ready(this.status);
+      return ended.held(this.status) ? f.bytes : null;
+    }
     // Portals end with their transaction (holdable SQL cursors are tracked as cursors, not here).
     if (this.status === 'I') {
       this.portals.clear();
@@ -128,7 +138,7 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
     if (head?.t === 'query') plan = head.plans[head.index] ?? null;
     else if (head && 'plan' in head) plan = head.plan;
     else if (head?.t === 'parse') plan = head.entry.plan;
-    if (head && head.t !== 'query' && head.t !== 'sync') {
+    if (head && head.t !== 'query' && head.t !== 'sync' && head.t !== 'finish') {
       // Extended protocol: the upstream skips to Sync; so do the replies we were owed, and what
       // the failed and skipped messages would have created or closed is put back.
       const undos: (() => void)[] = [];
@@ -180,6 +190,8 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
       case 'close':
         if (f.code === BackendCode.CloseComplete) this.expects.shift();
         return f.bytes;
+      case 'finish':
+        return f.code === BackendCode.CommandComplete ? null : f.bytes;
       default:
         return f.bytes;
     }

@@ -32,9 +32,21 @@ export interface StatementPlan {
   readonly catalogVersion: number;
 }
 
-/** The gate's answer for a whole string. */
+/**
+ * The gate's answer for a whole string. `rest`, when set, is the part of the string the gate
+ * could not decide yet because it uses what the decided part creates (issue 15): the text to
+ * gate once `plans` have run inside the string's transaction, the decided part blanked out so
+ * that positions stay those of the whole string.
+ */
 export type GateResult =
-  | { readonly ok: true; readonly plans: readonly StatementPlan[]; readonly catalog: Catalog }
+  | {
+      readonly ok: true;
+      readonly plans: readonly StatementPlan[];
+      readonly catalog: Catalog;
+      /** With `rest`: the text to send now, the string up to where `rest` starts. */
+      readonly head?: string;
+      readonly rest?: string;
+    }
   | { readonly ok: false; readonly refusal: Refusal; readonly statement?: StatementAnalysis };
 
 /**
@@ -181,7 +193,52 @@ async function slowGate(
   }
   if (!('statements' in analysis)) return analysis;
   const done = analysis;
+  const prefix = stageable(done);
+  if (prefix !== null) {
+    const at = done.statements[prefix]?.location ?? 0;
+    const head = guarded(() =>
+      decideAnalysis({ statements: done.statements.slice(0, prefix) }, catalog, sql, session, cache, decide),
+    );
+    if (!head.ok) return head;
+    return { ...head, head: sliceCodePoints(sql, 0, at), rest: blankCodePoints(sql, at) };
+  }
   return guarded(() => decideAnalysis(done, catalog, sql, session, cache, decide));
+}
+
+/** Statement effects that end or nest transactions: a string with one is never run in stages. */
+const TRANSACTION_CONTROL: ReadonlySet<SessionEffect['kind']> = new Set([
+  'begin',
+  'commit',
+  'rollback',
+  'savepoint',
+  'rollback-to',
+  'release',
+]);
+
+/**
+ * The index of the first statement of `a` the gate cannot decide yet because an earlier
+ * statement of the same string may create what it names (issue 15: `create temp table t(id int);
+ * insert into t values (1)`), or null. Only for an analysis whose first refusal is an unknown
+ * name (42P01, 42703, 42883, 3F000, 42704) at a statement after a MANAGE one, in a string that
+ * controls no transaction itself (it then runs as one implicit transaction, which pgwarden opens
+ * and closes around its stages).
+ */
+export function stageable(a: Analysis): number | null {
+  if (!a.refusal || !STALE_CATALOG.has(a.refusal.sqlstate)) return null;
+  const k = a.statements.findIndex((st) => st.refusal !== undefined);
+  if (k <= 0) return null;
+  if (!a.statements.slice(0, k).some((st) => st.kind === 'MANAGE')) return null;
+  const controls = a.statements.some(
+    (st) =>
+      st.nodeType === 'TransactionStmt' || st.sessionEffects.some((e) => TRANSACTION_CONTROL.has(e.kind)),
+  );
+  return controls ? null : k;
+}
+
+/** `text` with its first `count` code points replaced by spaces (positions in the rest stay those of the whole). */
+export function blankCodePoints(text: string, count: number): string {
+  const head = sliceCodePoints(text, 0, count);
+  return ' '.repeat(count) + text.slice(head.length);
 }
 
 /** Decides an analysis and builds the plan of each statement (EXECUTE/FETCH as what they name). */

@@ -14,6 +14,16 @@ export function effectivePath(searchPath: readonly string[]): readonly string[] 
 }
 
 /**
+ * The schema a written qualifier names: `pg_temp` is the session's own temporary schema
+ * (`pg_temp_N`, which the proxy puts first on the path when the session has one; Postgres's
+ * LookupExplicitNamespace), any other name itself.
+ */
+export function explicitSchema(schema: string, path: readonly string[]): string {
+  if (schema !== 'pg_temp') return schema;
+  return path.find((s) => /^pg_temp_\d+$/.test(s)) ?? schema;
+}
+
+/**
  * The relation `[schema.]name` denotes. Throws 42P01 (`relation "x" does not exist`) when none
  * does, 3F000 when a named schema does not exist; `location` is the reference's.
  */
@@ -26,7 +36,7 @@ export function resolveRelation(
   location: number,
 ): CatalogRelation {
   if (schema !== null) {
-    const r = relations.get(`${schema}.${name}`);
+    const r = relations.get(`${explicitSchema(schema, path)}.${name}`);
     if (r) return r;
     throw new QueryRefusal('42P01', `relation "${schema}.${name}" does not exist`, location);
   }
@@ -54,7 +64,7 @@ export function resolveFunction(
   const name = nameParts[nameParts.length - 1] ?? '';
   let candidates: readonly CatalogFunction[] | undefined;
   if (nameParts.length >= 2) {
-    candidates = functions.get(`${nameParts[nameParts.length - 2]}.${name}`);
+    candidates = functions.get(`${explicitSchema(nameParts[nameParts.length - 2] ?? '', path)}.${name}`);
   } else {
     // Postgres weighs every candidate on the whole path by argument types, not the first schema
     // holding the name: a user function `length(integer)` later on the path wins over

@@ -709,6 +709,35 @@ set standard_conforming_strings = off
 set client_encoding = 'LATIN1'
 -- @case modes=simple isolate differs=0A000 | DESIGN.md: set_config of client_encoding is a change of how text is read, refused
 select set_config('client_encoding', 'SQL_ASCII', false)
+-- ─────────────── a string that uses what it creates (one implicit transaction) ───────────────
+-- @case modes=simple
+create temp table tmp_made(id int primary key, note text); insert into tmp_made values (1, 'a'), (2, 'b'); select * from tmp_made order by id
+-- @case
+select count(*) from tmp_made
+-- @case modes=simple
+create table staged_gone(id int primary key); insert into staged_gone values (1); insert into staged_gone values (1); select 'never'
+-- @case
+select count(*) from pg_class where relname = 'staged_gone'
+-- @case modes=simple
+create temp table tmp_bad(id int); select nope from tmp_bad
+-- @case modes=simple
+create table staged_t(id int); alter table staged_t add column v text; insert into staged_t values (1, 'x') returning *; create view staged_v as select v from staged_t; select * from staged_v
+-- @case modes=simple
+drop view staged_v; drop table staged_t; select count(*) from pg_class where relname in ('staged_t', 'staged_v')
+-- @case modes=simple
+create function pg_temp.staged_f(out response text, out caught text) returns record language plpgsql as $$ begin response := 'ok'; end $$; select (staged_f.response), staged_f.caught from pg_temp.staged_f(); drop function if exists pg_temp.staged_f()
+-- @case modes=simple
+begin
+-- @case modes=simple
+create temp table tmp_in_tx(id int); insert into tmp_in_tx values (7); select * from tmp_in_tx
+-- @case modes=simple
+create temp table tmp_in_tx2(id int); insert into tmp_in_tx2 values ('x')
+-- @case modes=simple
+select 1
+-- @case modes=simple
+rollback
+-- @case
+select count(*) from pg_class where relname in ('tmp_in_tx', 'tmp_in_tx2')
 -- @case
 reset all
 -- @case
