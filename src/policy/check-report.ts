@@ -15,6 +15,8 @@ export interface CheckReport {
   readonly database: string;
   readonly connection: ConnectionKind;
   readonly sql: string;
+  /** The upstream whose catalog was read, `host:port/database`; absent when none was read. */
+  readonly upstream?: string;
   /** A refusal at connect (role resolution 28000, unruled database 42501): no statement is analyzed. */
   readonly connectRefusal?: Refusal;
   readonly analysis?: Analysis;
@@ -146,14 +148,17 @@ function statementBlock(
 }
 
 /**
- * Renders a report for a person: a header (user, roles, database, connection), then per statement
+ * Renders a report for a person: a header (user, roles, database, connection; the upstream
+ * `host:port/database` whose catalog was read), then per statement
  * its verdict (ALLOWED / ALLOWED WITH MASKS / REFUSED with SQLSTATE, message, the offending line
  * with a caret, DETAIL and HINT), a table of result columns (lineage, shown or masked) and a table
  * of requirements and SEE checks with the rule that granted or refused each. Colour (ANSI) only when
  * `colour` is true — the CLI passes true on a terminal without NO_COLOR. Source: issue 4, "pgwarden check".
  */
 export function renderCheckText(r: CheckReport, colour: boolean): string {
-  const head = `user ${r.user} · ${r.roles.length === 1 ? 'role' : 'roles'} ${r.roles.join(', ') || '(none)'} · database ${r.database} · ${r.connection}\n`;
+  const head =
+    `user ${r.user} · ${r.roles.length === 1 ? 'role' : 'roles'} ${r.roles.join(', ') || '(none)'} · database ${r.database} · ${r.connection}\n` +
+    (r.upstream ? `catalog read from ${r.upstream}\n` : '');
   if (r.connectRefusal)
     return `${head}\n${refusalLines(r.sql, r.connectRefusal, colour, '').join('\n')} (at connect)\n`;
   const parts = [head];
@@ -176,7 +181,8 @@ function refusalJson(f: Refusal): Record<string, unknown> {
 }
 
 /**
- * The report as a JSON value (`pgwarden check --json`): `verdict`, the connection facts, and per
+ * The report as a JSON value (`pgwarden check --json`): `verdict`, the connection facts (with
+ * `upstream`, the `host:port/database` whose catalog was read), and per
  * statement `sql`, `verdict`, `refusal`, `mask` (0-based), `columns` (name, lineage or null,
  * masked) and `checks` (action, object, granted, rule path and text). Stable field names for scripts.
  */
@@ -210,6 +216,7 @@ export function checkJson(r: CheckReport): Record<string, unknown> {
     roles: r.roles,
     database: r.database,
     connection: r.connection,
+    ...(r.upstream ? { upstream: r.upstream } : {}),
     ...(refusal ? { refusal: refusalJson(refusal) } : {}),
     ...(r.connectRefusal ? { refusedAtConnect: true } : {}),
     statements,

@@ -101,11 +101,14 @@ export async function runCheck(opts: CheckOptions, deps: CheckDeps): Promise<Che
     });
   }
 
+  const upstream = upstreamAddress(db.url);
   let catalog: Catalog;
   try {
     catalog = await deps.loadCatalog(database, db.url);
   } catch (e) {
-    return usage(`cannot read the catalog of database "${database}" upstream: ${(e as Error).message}`);
+    return usage(
+      `cannot read the catalog of database "${database}" upstream at ${upstream}: ${(e as Error).message}`,
+    );
   }
   try {
     await loadParser(majorOfServerVersion(catalog.serverVersionNum));
@@ -114,5 +117,21 @@ export async function runCheck(opts: CheckOptions, deps: CheckDeps): Promise<Che
   }
   const analysis = analyze(opts.sql, { catalog, searchPath: catalog.defaultSearchPath });
   const decision = decide(analysis, roles, { config, connection: config.mode, database, catalog });
-  return render({ ...base, roles, analysis, decision });
+  return render({ ...base, upstream, roles, analysis, decision });
+}
+
+/**
+ * `host:port/database` of a postgres:// URL, as `check` names the upstream it reads: the port
+ * 5432 and the user name as database when the URL leaves them out (libpq's defaults); never the
+ * credentials. A URL that does not parse is shown as `(unparsable url)`.
+ */
+export function upstreamAddress(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return '(unparsable url)';
+  }
+  const database = decodeURIComponent(u.pathname.replace(/^\//, '')) || decodeURIComponent(u.username);
+  return `${u.hostname || 'localhost'}:${u.port || '5432'}/${database}`;
 }

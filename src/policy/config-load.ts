@@ -1,9 +1,10 @@
-// Loads pgwarden.yaml: YAML parse, `${ENV}` substitution, zod validation, errors with their paths.
+// Loads pgwarden.yaml: YAML parse, `${ENV}` substitution (the environment, then its env_file), zod validation, errors with their paths.
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { formatIssue, formatPath } from './config-issues.js';
 import { type Config, configSchema, POLICY_FIELDS } from './config-schema.js';
+import { environmentWith } from './env-file.js';
 import { keysFilePath, readKeysFile } from './keys-file.js';
 import { ADMIN_ROLE } from './resolve-roles.js';
 
@@ -32,34 +33,52 @@ const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /**
  * Replaces `${NAME}` in every string value (never in keys, never before YAML parsing, so a
- * secret cannot inject structure) with the environment variable; a missing one is a problem.
+ * secret cannot inject structure) with the environment variable; a missing one is a problem
+ * (`unset(name)` says why it is missing).
  */
 function substituteEnv(
   value: unknown,
   at: (string | number)[],
   env: NodeJS.ProcessEnv,
-  problems: string[],
+  problems: { at: (string | number)[]; message: string }[],
+  unset: (name: string) => string,
 ): unknown {
   if (typeof value === 'string') {
     return value.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
       const v = env[name] === '' || env[name] === undefined ? fallback : env[name];
       if (v === undefined) {
-        problems.push(`${formatPath(at)}: environment variable ${name} is not set`);
+        problems.push({ at, message: `${formatPath(at)}: ${unset(name)}` });
         return '';
       }
       return v;
     });
   }
-  if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, [...at, i], env, problems));
+  if (Array.isArray(value)) return value.map((v, i) => substituteEnv(v, [...at, i], env, problems, unset));
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(
       Object.entries(value as Record<string, unknown>).map(([k, v]) => [
         k,
-        substituteEnv(v, [...at, k], env, problems),
+        substituteEnv(v, [...at, k], env, problems, unset),
       ]),
     );
   }
   return value;
+}
+
+/**
+ * Where an unresolved upstream URL points when the command never connects ({@link ParseOptions}):
+ * `.invalid` never resolves (RFC 2606), so nothing can be reached through it.
+ */
+export const UNRESOLVED_UPSTREAM_URL = 'postgres://unresolved.invalid/';
+
+/** How a command uses the config. */
+export interface ParseOptions {
+  /**
+   * False for a command that never connects upstream (`keys`): a `${NAME}` that cannot be
+   * resolved in `databases.*` is then no problem, and that database's url becomes
+   * {@link UNRESOLVED_UPSTREAM_URL}. Default true.
+   */
+  readonly needsUpstream?: boolean;
 }
 
 /** Warnings that do not stop the load (issue 4: a role with SELECT somewhere but SEE nowhere). */
@@ -82,7 +101,7 @@ function warningsFor(config: Config): string[] {
   const admin = Object.hasOwn(config.roles, ADMIN_ROLE) ? config.roles[ADMIN_ROLE] : undefined;
   if (admin && admin.tenants.length > 0 && config.default_role !== ADMIN_ROLE)
     out.push(
-      `role ${ADMIN_ROLE} is never added from its tenants (seed 000): it is held only when named, or as the default role`,
+      `role ${ADMIN_ROLE} is never added from its tenants: a role named "${ADMIN_ROLE}" is held only by a connection that names it (-c pgwarden.role=${ADMIN_ROLE}), or, when it is default_role, by its tenants and the workspace admins (and then alone)`,
     );
   return out;
 }
@@ -130,19 +149,40 @@ function storedPolicyProblems(raw: unknown): string[] {
 
 /**
  * Parses and validates config text. `file` is used for messages and to resolve relative paths.
- * When `keys_file` is set, the keys file beside the config is read and its keys appended to
- * `api_keys` (issue 4). Throws {@link ConfigError} listing every problem (YAML syntax, missing env
- * vars, schema, keys file).
+ * `${NAME}` reads `env`, then the `env_file` the config names (relative to it). When `keys_file`
+ * is set, the keys file beside the config is read and its keys appended to `api_keys`. Throws
+ * {@link ConfigError} listing every problem (YAML syntax, env file, missing env vars, schema,
+ * keys file).
  */
-export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+export function parseConfig(
+  text: string,
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+  opts: ParseOptions = {},
+): LoadedConfig {
   const doc = YAML.parseDocument(text, { prettyErrors: true });
   if (doc.errors.length > 0)
     throw new ConfigError(
       file,
       doc.errors.map((e) => e.message.split('\n')[0] ?? e.message),
     );
-  const problems: string[] = [];
-  const raw = substituteEnv(doc.toJS(), [], env, problems);
+  const js: unknown = doc.toJS();
+  const scope = environmentWith(js, file, env);
+  if (scope.problems.length > 0) throw new ConfigError(file, scope.problems);
+  const found: { at: (string | number)[]; message: string }[] = [];
+  let raw = substituteEnv(js, [], scope.env, found, scope.unset);
+  const upstreamOnly = (p: { at: (string | number)[] }) => p.at[0] === 'databases' && p.at.length >= 2;
+  if (opts.needsUpstream === false && found.some(upstreamOnly)) {
+    const dbs = (raw as { databases: Record<string, { url?: unknown }> }).databases;
+    for (const p of found.filter(upstreamOnly)) {
+      const entry = dbs[String(p.at[1])];
+      if (entry && typeof entry === 'object') entry.url = UNRESOLVED_UPSTREAM_URL;
+    }
+    raw = { ...(raw as object), databases: dbs };
+  }
+  const problems = found
+    .filter((p) => opts.needsUpstream !== false || !upstreamOnly(p))
+    .map((p) => p.message);
   if (problems.length > 0) throw new ConfigError(file, problems);
   const stored = storedPolicyProblems(raw);
   if (stored.length > 0) throw new ConfigError(file, stored);
@@ -154,13 +194,17 @@ export function parseConfig(text: string, file: string, env: NodeJS.ProcessEnv =
   return { config, file: abs, warnings };
 }
 
-/** Reads and validates a config file. Throws {@link ConfigError} (also for an unreadable file). */
-export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+/** Reads and validates a config file ({@link parseConfig}). Throws {@link ConfigError} (also for an unreadable file). */
+export function loadConfig(
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+  opts: ParseOptions = {},
+): LoadedConfig {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (e) {
     throw new ConfigError(file, [`cannot read: ${(e as Error).message}`]);
   }
-  return parseConfig(text, file, env);
+  return parseConfig(text, file, env, opts);
 }

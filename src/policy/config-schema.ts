@@ -301,6 +301,8 @@ export const configSchema = z
     ...policyShape,
     /** A keys file beside the config (`pgwarden keys …` edits it); relative to the config file. */
     keys_file: z.string().optional(),
+    /** NAME=value lines that `${NAME}` reads when the environment lacks NAME; relative to the config file. */
+    env_file: z.string().optional(),
   })
   .strict()
   .superRefine((c, ctx) => {

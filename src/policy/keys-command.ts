@@ -30,13 +30,32 @@ function fail(message: string): KeysOutcome {
   return { exitCode: 2, stdout: '', stderr: `pgwarden keys: ${message}\n` };
 }
 
-/** Loads the config and the keys file it names; a message when either is unusable. */
+/** An opened config: its keys file (null when it names none), that file's keys and the inline ones. */
+interface Opened<F> {
+  readonly ok: true;
+  readonly config: Config;
+  readonly file: F;
+  readonly keys: ApiKey[];
+  readonly inline: ApiKey[];
+}
+
+/**
+ * Loads the config (never connecting upstream, so its upstream variables need not be set) and the
+ * keys file it names; a message when either is unusable. Without `keys_file`, `list` still lists
+ * the keys defined inline (`keysFile` null); the other commands need the file.
+ */
+function open(opts: KeysOptions): Opened<string> | { ok: false; out: KeysOutcome };
 function open(
   opts: KeysOptions,
-): { ok: true; config: Config; file: string; keys: ApiKey[] } | { ok: false; out: KeysOutcome } {
+  keysFileNeeded: false,
+): Opened<string | null> | { ok: false; out: KeysOutcome };
+function open(
+  opts: KeysOptions,
+  keysFileNeeded = true,
+): Opened<string | null> | { ok: false; out: KeysOutcome } {
   let loaded: ReturnType<typeof loadConfig>;
   try {
-    loaded = loadConfig(opts.config);
+    loaded = loadConfig(opts.config, process.env, { needsUpstream: false });
   } catch (e) {
     if (e instanceof ConfigError)
       return { ok: false, out: { exitCode: 2, stdout: '', stderr: `${e.message}\n` } };
@@ -44,6 +63,8 @@ function open(
   }
   const kf = loaded.config.keys_file;
   if (kf === undefined) {
+    if (!keysFileNeeded)
+      return { ok: true, config: loaded.config, file: null, keys: [], inline: loaded.config.api_keys };
     return {
       ok: false,
       out: fail(
@@ -54,7 +75,15 @@ function open(
   const file = keysFilePath(loaded.file, kf);
   const read = readKeysFile(file);
   if (!read.ok) return { ok: false, out: fail(read.problems.join('\n  ')) };
-  return { ok: true, config: loaded.config, file, keys: read.keys };
+  const fromFile = new Set(read.keys.map((k) => k.id));
+  const inline = loaded.config.api_keys.filter((k) => !fromFile.has(k.id));
+  return { ok: true, config: loaded.config, file, keys: read.keys, inline };
+}
+
+/** The refusal to rotate or revoke a key that the config defines inline (only its file is edited). */
+function inlineKey(opts: KeysOptions, inline: readonly ApiKey[], id: string): KeysOutcome | undefined {
+  if (!inline.some((k) => k.id === id)) return undefined;
+  return fail(`key ${id} is defined inline in ${opts.config} (api_keys): edit it there`);
 }
 
 function save(file: string, keys: readonly ApiKey[]): KeysOutcome | undefined {
@@ -138,6 +167,8 @@ export function keysCreate(
 export function keysRotate(opts: KeysOptions & { id: string }): KeysOutcome {
   const o = open(opts);
   if (!o.ok) return o.out;
+  const inline = inlineKey(opts, o.inline, opts.id);
+  if (inline) return inline;
   const r = rotateKey(o.keys, opts.id, opts.now ?? Date.now());
   if (!r.ok) return fail(r.message);
   const err = save(o.file, r.keys);
@@ -151,6 +182,8 @@ export function keysRotate(opts: KeysOptions & { id: string }): KeysOutcome {
 export function keysRevoke(opts: KeysOptions & { id: string }): KeysOutcome {
   const o = open(opts);
   if (!o.ok) return o.out;
+  const inline = inlineKey(opts, o.inline, opts.id);
+  if (inline) return inline;
   const r = revokeKey(o.keys, opts.id);
   if (!r.ok) return fail(r.message);
   const err = save(o.file, r.keys);
@@ -164,12 +197,15 @@ export function keysRevoke(opts: KeysOptions & { id: string }): KeysOutcome {
   };
 }
 
-/** `keys list`: every key of the keys file with its roles, status, creation, expiry and rotation window. */
+/**
+ * `keys list`: every key with its roles, status, creation, expiry and rotation window: those of
+ * the keys file, then those the config defines inline (`api_keys`), marked `inline`.
+ */
 export function keysList(opts: KeysOptions): KeysOutcome {
-  const o = open(opts);
+  const o = open(opts, false);
   if (!o.ok) return o.out;
   const now = opts.now ?? Date.now();
-  const rows = o.keys.map((k) => {
+  const row = (k: ApiKey, inline: boolean) => {
     const overlap =
       k.previous_expires_at && Date.parse(k.previous_expires_at) > now && !k.revoked
         ? k.previous_expires_at
@@ -178,21 +214,29 @@ export function keysList(opts: KeysOptions): KeysOutcome {
       id: k.id,
       roles: k.roles,
       status: keyStatus(k, now),
+      inline,
       created_at: k.created_at ?? null,
       expires_at: k.expires_at,
       previous_token_valid_until: overlap,
       description: k.description ?? null,
     };
-  });
+  };
+  const rows = [...o.keys.map((k) => row(k, false)), ...o.inline.map((k) => row(k, true))];
   if (opts.json) return { exitCode: 0, stdout: `${JSON.stringify(rows, null, 2)}\n`, stderr: '' };
-  if (rows.length === 0) return { exitCode: 0, stdout: `No API keys in ${o.file}.\n`, stderr: '' };
+  if (rows.length === 0)
+    return {
+      exitCode: 0,
+      stdout: `No API keys in ${o.file ?? opts.config}${o.file ? ` nor inline in ${opts.config}` : ''}.\n`,
+      stderr: '',
+    };
   const c = opts.colour ?? false;
   const table = [
-    ['id', 'roles', 'status', 'created', 'expires', 'old token until', 'description'],
+    ['id', 'roles', 'status', 'defined', 'created', 'expires', 'old token until', 'description'],
     ...rows.map((r) => [
       r.id,
       r.roles.join(','),
       paint(r.status, r.status === 'active' ? 'green' : 'red', c),
+      r.inline ? 'inline' : 'keys file',
       r.created_at ?? '-',
       r.expires_at ?? 'never',
       r.previous_token_valid_until ?? '-',

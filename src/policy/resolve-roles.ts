@@ -106,10 +106,20 @@ export function resolveRoles(
       if (isTenant(config, role, user)) roles.push(role);
     }
   }
-  if (roles.length === 0) {
-    return noRole(
-      `no role: user "${user}" is a tenant of no role${def === null ? ' and there is no default role' : ` and may not use the default role "${def}"`}`,
+  if (roles.length === 0) return noRole(noRoleMessage(config, user, def));
+  return { ok: true, roles };
+}
+
+/** Why a connection naming no role holds none, in the terms of the config a user wrote. */
+function noRoleMessage(config: Config, user: string, def: string | null): string {
+  const why =
+    def === null ? 'there is no default role' : `user "${user}" may not use the default role "${def}"`;
+  if (def !== ADMIN_ROLE && isTenant(config, ADMIN_ROLE, user)) {
+    // The tenant list names the user, yet the role is not held: say why rather than "a tenant of no role".
+    return (
+      `no role: user "${user}" is a tenant only of role "${ADMIN_ROLE}", which a connection holds only when it ` +
+      `names it (-c pgwarden.role=${ADMIN_ROLE}) or when it is the default role; ${why}`
     );
   }
-  return { ok: true, roles };
+  return `no role: user "${user}" is a tenant of no role and ${why.replace(`user "${user}" `, '')}`;
 }

@@ -1,5 +1,6 @@
 // Audit lines: one per statement, with the normalized text (literals replaced, never the raw values).
 import type { Logger } from 'pino';
+import type { StatementAnalysis } from '../sql/analysis-types.js';
 
 /**
  * Replaces every literal of a SQL text by `?`: string constants ('…', E'…', U&'…', B'…', X'…'),
@@ -119,6 +120,19 @@ export interface AuditEvent {
   readonly sqlstate?: string;
   readonly durationMs?: number;
   readonly rows?: number;
+}
+
+/**
+ * The audit `kind` of a statement: its kind as parsed (`SELECT`, `INSERT`, `UPDATE`, `DELETE`,
+ * `MERGE`, `MANAGE`, `SESSION`), whether it ran or was refused; `FETCH` and `MOVE` as themselves
+ * (they read a cursor's rows, they are not session control to an auditor); `UNPARSED` for a
+ * string that did not parse into statements (a syntax error, 42601).
+ */
+export function auditKind(statement: StatementAnalysis | undefined): string {
+  if (!statement) return 'UNPARSED';
+  if (statement.nodeType === 'FetchStmt')
+    return statement.sessionEffects.some((e) => e.kind === 'fetch' && e.move) ? 'MOVE' : 'FETCH';
+  return statement.kind;
 }
 
 /**

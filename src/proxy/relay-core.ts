@@ -3,12 +3,13 @@ import type net from 'node:net';
 import type { Logger } from 'pino';
 import type { ResultRows } from '../catalog/read-catalog.js';
 import type { Refusal } from '../policy/decision-types.js';
+import type { StatementAnalysis } from '../sql/analysis-types.js';
 import type { AnalysisCache } from '../sql/analyze.js';
 import { type ErrorFields, errorResponse } from '../wire/backend.js';
 import { FrontendCode } from '../wire/codes.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
 import { bind as encodeBind, query as encodeQuery } from '../wire/frontend-encode.js';
-import { type AuditLog, normalizeForAudit, rowsOfTag } from './audit.js';
+import { type AuditLog, auditKind, normalizeForAudit, rowsOfTag } from './audit.js';
 import {
   type Decider,
   type GateResult,
@@ -202,7 +203,7 @@ export abstract class RelayCore {
     }
   }
 
-  private auditRefusal(sql: string, r: Refusal, kind = 'UNKNOWN'): void {
+  private auditRefusal(sql: string, r: Refusal, statement: StatementAnalysis | undefined): void {
     const s = this.o.gateSession;
     this.o.audit.write({
       conn: this.o.connId,
@@ -210,7 +211,7 @@ export abstract class RelayCore {
       ...(this.o.viewer !== undefined ? { viewer: this.o.viewer } : {}),
       roles: s.roles,
       database: s.database,
-      kind,
+      kind: auditKind(statement),
       sql: normalizeForAudit(sql),
       decision: 'refused',
       reason: r.message,
@@ -229,7 +230,7 @@ export abstract class RelayCore {
       ...(this.o.viewer !== undefined ? { viewer: this.o.viewer } : {}),
       roles: s.roles,
       database: s.database,
-      kind: plan?.statement.kind ?? 'UNKNOWN',
+      kind: auditKind(plan?.statement),
       sql: plan ? auditText(plan.statement, sql) : normalizeForAudit(sql),
       decision: masked.length > 0 ? 'masked' : 'allowed',
       ...(masked.length > 0 ? { masked } : {}),
@@ -264,7 +265,7 @@ export abstract class RelayCore {
   ): Promise<void> | undefined {
     const then = (r: GateResult): Promise<void> | undefined | void => {
       if (r.ok) return allowed(r);
-      this.auditRefusal(sql, r.refusal, r.statement?.kind);
+      this.auditRefusal(sql, r.refusal, r.statement);
       refuse(r.refusal);
       return undefined;
     };

@@ -25,7 +25,7 @@ export class Relay extends UpstreamRepliesRelay {
         frames = upstream.framer.push(chunk);
       } catch (e) {
         this.o.log.error(
-          { event: 'upstream-protocol', msg: (e as Error).message },
+          { event: 'upstream-protocol', message: (e as Error).message },
           'malformed message from upstream',
         );
         this.o.terminate({
@@ -50,7 +50,7 @@ export class Relay extends UpstreamRepliesRelay {
       frames = this.framer.push(chunk);
     } catch (e) {
       const err = e as ProtocolError;
-      this.o.log.warn({ event: 'protocol-violation', msg: err.message }, 'malformed message from client');
+      this.o.log.warn({ event: 'protocol-violation', message: err.message }, 'malformed message from client');
       this.o.terminate({ severity: 'FATAL', code: err.sqlstate ?? '08P01', message: err.message });
       return;
     }

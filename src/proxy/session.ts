@@ -196,7 +196,7 @@ export class ClientSession {
     const access = r.ok ? checkDatabaseAccess(next, r.roles, this.database, this.ctx.connection) : undefined;
     if (!r.ok || !access?.ok) {
       const message = !r.ok ? r.message : access && !access.ok ? access.message : 'access revoked';
-      this.log.info({ event: 'revoked', msg: message }, 'session closed after a policy change');
+      this.log.info({ event: 'revoked', reason: message }, 'session closed after a policy change');
       this.terminate(fatal('28000', message));
       return;
     }
@@ -305,7 +305,7 @@ export class ClientSession {
         // neither the role nor the reason. Capacity and availability errors pass as they are.
         const passes = ['53300', '57P03', '3D000', '08006'].includes(e.fields.code);
         this.log.error(
-          { event: 'upstream-login-failed', code: e.fields.code, msg: e.fields.message },
+          { event: 'upstream-login-failed', code: e.fields.code, message: e.fields.message },
           'upstream login failed',
         );
         throw new ClientError(
@@ -502,7 +502,7 @@ export class ClientSession {
       }
       fields = { severity: 'FATAL', code: '08P01', message };
     }
-    this.log.info({ event: 'startup-failed', code: fields.code, msg: fields.message }, 'startup refused');
+    this.log.info({ event: 'startup-failed', code: fields.code, message: fields.message }, 'startup refused');
     this.terminate(new ClientError(fields));
   }
 

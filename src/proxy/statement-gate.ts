@@ -250,12 +250,20 @@ function decideAnalysis(
   cache: AnalysisCache,
   decide: Decider,
 ): GateResult {
+  // The statement a refusal of the whole string is about (the audit names its kind).
   const early = analysisRefusal(analysis);
-  if (early) return { ok: false, refusal: early };
+  if (early) {
+    const statement = analysis.statements.find((st) => st.refusal) ?? analysis.statements[0];
+    return { ok: false, refusal: early, ...(statement ? { statement } : {}) };
+  }
 
   const ctx = { config: session.config, connection: session.connection, database: session.database, catalog };
   const decision = decide(analysis, session.roles, ctx);
-  if (decision.refusal) return { ok: false, refusal: decision.refusal };
+  if (decision.refusal) {
+    const refused = decision.statements.findIndex((d) => d.verdict === 'refuse');
+    const statement = analysis.statements[refused] ?? analysis.statements[0];
+    return { ok: false, refusal: decision.refusal, ...(statement ? { statement } : {}) };
+  }
 
   // PREPARE/DECLARE earlier in the string name statements that EXECUTE/FETCH later in it use.
   const prepared = new Map(session.names.prepared);

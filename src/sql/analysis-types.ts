@@ -108,7 +108,11 @@ export type SessionEffect =
   | { readonly kind: 'execute'; readonly name: string }
   | { readonly kind: 'declare-cursor'; readonly name: string; readonly inner: StatementAnalysis }
   | { readonly kind: 'close-cursor'; readonly name: string | null /* null: ALL */ }
-  | { readonly kind: 'fetch'; readonly name: string };
+  | {
+      readonly kind: 'fetch';
+      readonly name: string /** MOVE: positions the cursor, returns no rows. */;
+      readonly move: boolean;
+    };
 
 /** Statement kinds (seed 004's actions, plus session control that needs no permission). */
 export type StatementKind = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE' | 'MERGE' | 'MANAGE' | 'SESSION';

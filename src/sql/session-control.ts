@@ -153,7 +153,7 @@ export function closeStatement(n: Fields, ctx: StatementContext): StatementAnaly
  */
 export function fetchStatement(n: Fields, ctx: StatementContext): StatementAnalysis {
   return sessionStatement(ctx, [
-    { kind: 'fetch', name: typeof n.portalname === 'string' ? n.portalname : '' },
+    { kind: 'fetch', name: typeof n.portalname === 'string' ? n.portalname : '', move: n.ismove === true },
   ]);
 }
 

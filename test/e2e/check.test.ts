@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, inject, test } from 'vitest';
 import YAML from 'yaml';
 import { demoConfigObject, testEnv } from '../helpers/proxy.js';
 
@@ -77,6 +77,19 @@ describe('pgwarden check on the demo', () => {
     });
   });
 
+  test('the JSON report names the upstream read; without the upstream port, nothing is read', () => {
+    const { port } = inject('pg');
+    const r = check(['--config', config, '--user', 'alice', '--json', 'select 1']);
+    expect((JSON.parse(r.stdout) as { upstream: string }).upstream).toBe(`127.0.0.1:${port}/demo`);
+    const { PGWARDEN_UPSTREAM_PORT: _, ...withoutPort } = testEnv();
+    const none = check(['--config', config, '--user', 'alice', 'select 1'], withoutPort);
+    expect(none.code).toBe(2);
+    expect(none.stdout).toBe('');
+    expect(none.stderr).toContain(
+      'databases.demo.url: environment variable PGWARDEN_UPSTREAM_PORT is not set',
+    );
+  });
+
   test('dba: both allowed, unmasked', () => {
     const a = checkJson('dba', 'select id, email from users');
     expect(a.code).toBe(0);
@@ -91,6 +104,11 @@ describe('pgwarden check on the demo', () => {
     const r = check(['--config', config, '--user', 'alice', 'select id, email from users']);
     expect(r.code).toBe(0);
     expect(r.stdout).not.toContain('\u001b[');
+    const { port } = inject('pg');
+    expect(r.stdout.split('\n').slice(0, 2)).toEqual([
+      'user alice · role analyst · database demo · proxified',
+      `catalog read from 127.0.0.1:${port}/demo`,
+    ]);
     expect(r.stdout).toContain('ALLOWED WITH MASKS (email (column 2) masked)');
     expect(r.stdout).toContain(
       [

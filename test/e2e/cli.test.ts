@@ -1,6 +1,7 @@
 // The pgwarden command: exit code 2 on a bad config, superuser warning, SIGHUP reload, no TLS, SIGTERM, passwd, demo.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -8,7 +9,7 @@ import { afterAll, describe, expect, inject, test } from 'vitest';
 import YAML from 'yaml';
 import { freePort } from '../../src/embedded/postgres.js';
 import { demoConfigObject, testEnv } from '../helpers/proxy.js';
-import { BIN, serveProcess } from '../helpers/serve-process.js';
+import { BIN, duplicateJsonKeys, serveProcess } from '../helpers/serve-process.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-cli-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -86,6 +87,42 @@ describe('pgwarden serve', () => {
     expect(await s.exited).toBe(0);
   });
 
+  test('a listen port already taken: the hint to choose another address, exit 2', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
+    const port = (taken.address() as net.AddressInfo).port;
+    try {
+      const cfg = demoConfigObject();
+      cfg.listen = `127.0.0.1:${port}`;
+      const file = path.join(dir, 'busy.yaml');
+      fs.writeFileSync(file, YAML.stringify(cfg));
+      const r = spawnSync(process.execPath, [BIN, 'serve', '--config', file], {
+        env: testEnv(),
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(r.status).toBe(2);
+      expect(r.stderr.trim().split('\n').at(-1)).toBe(
+        `pgwarden serve: cannot listen on 127.0.0.1:${port}: the port is taken (another pgwarden, or npm start?). Choose another listen address in ${file}.`,
+      );
+    } finally {
+      taken.close();
+    }
+  });
+
+  test('log lines are JSON objects without a repeated key (a failed login, a reload)', async () => {
+    const s = await serve(demoConfigObject());
+    const c = new pg.Client({ connectionString: `postgres://alice:wrong@127.0.0.1:${s.port}/demo` });
+    await expect(c.connect()).rejects.toThrow('password authentication failed');
+    await s.waitFor((l) => l.event === 'startup-failed');
+    s.child.kill('SIGTERM');
+    expect(await s.exited).toBe(0);
+    const failed = s.lines.find((l) => l.event === 'startup-failed');
+    expect(failed).toMatchObject({ code: '28P01', msg: 'startup refused' });
+    expect(s.raw.length).toBeGreaterThan(2);
+    for (const line of s.raw) expect(duplicateJsonKeys(line), line).toEqual([]);
+  });
+
   test('without TLS configured, a client requiring TLS is refused', async () => {
     const s = await serve(demoConfigObject());
     const c = new pg.Client({
@@ -98,6 +135,15 @@ describe('pgwarden serve', () => {
   });
 });
 
+describe('pgwarden --version', () => {
+  test("prints package.json's version", () => {
+    const pkg = JSON.parse(fs.readFileSync(path.resolve(BIN, '../../package.json'), 'utf8')) as {
+      version: string;
+    };
+    expect(execFileSync(process.execPath, [BIN, '--version'], { encoding: 'utf8' })).toBe(`${pkg.version}\n`);
+  });
+});
+
 describe('pgwarden passwd', () => {
   test('prints a SCRAM verifier that the config accepts', () => {
     const out = execFileSync(process.execPath, [BIN, 'passwd'], { input: 'hunter2\n' }).toString().trim();
@@ -105,35 +151,77 @@ describe('pgwarden passwd', () => {
   });
 });
 
+/** The environment without any PGWARDEN_ variable: what a new shell has. */
+function cleanEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PGWARDEN_')));
+}
+
 describe('pgwarden demo (npm start)', () => {
-  test('starts PostgreSQL and the proxy, serves alice, and Ctrl-C exits 0', async () => {
+  test('records its ports where the demo config reads them, logs pretty only, and Ctrl-C exits 0 removing the record', async () => {
     const data = path.join(dir, 'demo-data');
+    const record = path.join(dir, 'demo.env');
     fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
     fs.chmodSync(dir, 0o755);
     const port = await freePort();
     const child = spawn(
       process.execPath,
-      [BIN, 'demo', '--json', '--data', data, '--listen', `127.0.0.1:${port}`],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
+      [BIN, 'demo', '--data', data, '--listen', `127.0.0.1:${port}`, '--record', record],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: cleanEnv() },
     );
     let out = '';
+    let err = '';
     child.stdout?.on('data', (d: Buffer) => {
       out += d.toString();
     });
-    child.stderr?.on('data', () => {});
+    child.stderr?.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     const deadline = Date.now() + 60_000;
     while (!out.includes('Ctrl-C stops') && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));
     expect(out).toContain(`psql "postgres://alice:alice@127.0.0.1:${port}/demo"`);
+    const demoConfig = path.resolve(BIN, '../../examples/demo/pgwarden.yaml');
+    expect(out).toContain(`PGWARDEN_API_KEY=agent-demo-token node ${BIN} mcp --config ${demoConfig}`);
+    expect(out).not.toContain('npx');
+
+    const recorded = Object.fromEntries(
+      fs
+        .readFileSync(record, 'utf8')
+        .split('\n')
+        .filter((l) => l && !l.startsWith('#'))
+        .map((l) => l.split('=') as [string, string]),
+    );
+    expect(recorded.PGWARDEN_LISTEN).toBe(`127.0.0.1:${port}`);
+    const pgPort = Number(recorded.PGWARDEN_UPSTREAM_PORT);
+    expect(out).toContain(`Its PostgreSQL listens on 127.0.0.1:${pgPort}`);
+
+    // The demo config with its env_file at the record: check reads the demo's own PostgreSQL.
+    const config = path.join(dir, 'demo-config.yaml');
+    const text = fs.readFileSync(demoConfig, 'utf8').replace('../../.pgwarden/demo.env', record);
+    fs.writeFileSync(config, text.replace('keys_file: pgwarden.keys.yaml', 'keys_file: demo.keys.yaml'));
+    const check = spawnSync(
+      process.execPath,
+      [BIN, 'check', '--config', config, '--user', 'alice', 'select id, email from users'],
+      { env: cleanEnv(), encoding: 'utf8', timeout: 60_000 },
+    );
+    expect(check.stderr).toBe('');
+    expect(check.stdout).toContain(`catalog read from 127.0.0.1:${pgPort}/demo`);
+
     const c = new pg.Client({ connectionString: `postgres://alice:alice@127.0.0.1:${port}/demo` });
     await c.connect();
     const r = await c.query<{ n: number }>('select count(*)::int as n from users');
+    await expect(c.query("select id from users where email like 'a%'")).rejects.toThrow('is hidden from you');
     await c.end();
     expect(r.rows[0]?.n).toBeGreaterThanOrEqual(12);
     child.kill('SIGINT');
     expect(await exited).toBe(0);
+    expect(fs.existsSync(record)).toBe(false);
+
+    // One format: every log line pretty, the audit lines of both statements too.
+    const lines = err.split('\n').filter((l) => l.trim() !== '');
+    expect(lines.filter((l) => l.trimStart().startsWith('{'))).toEqual([]);
+    expect(err).toContain('embedded PostgreSQL 15 ready');
+    expect(err.match(/INFO.*: statement/g)?.length).toBeGreaterThanOrEqual(2);
   });
 });

@@ -1,4 +1,4 @@
-// `pgwarden keys`: create prints a token once, the key logs in through the proxy with its roles; rotate, revoke, list.
+// `pgwarden keys`: create prints a token once, the key logs in through the proxy with its roles; rotate, revoke, list (inline keys too), no upstream needed.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -72,10 +72,33 @@ afterAll(async () => {
 describe('pgwarden keys', () => {
   let created: Created;
 
-  test('list with no keys yet', () => {
-    const r = keys(['list']);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toBe(`No API keys in ${keysFile}.\n`);
+  test('list before any key is made: the inline key, marked inline; no upstream variables needed', () => {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PGWARDEN_')));
+    const r = spawnSync(process.execPath, [BIN, 'keys', 'list', '--config', config, '--json'], {
+      env,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual([
+      {
+        id: 'agent',
+        roles: ['analyst'],
+        status: 'active',
+        inline: true,
+        created_at: null,
+        expires_at: null,
+        previous_token_valid_until: null,
+        description: null,
+      },
+    ]);
+    const text = keys(['list']);
+    expect(text.stdout.split('\n')[1]).toMatch(/^agent +analyst +active +inline +- +never/);
+    expect(keys(['revoke', 'agent'])).toMatchObject({
+      code: 2,
+      stderr: `pgwarden keys: key agent is defined inline in ${config} (api_keys): edit it there\n`,
+    });
   });
 
   test('create prints the token once and stores only its verifier', () => {
@@ -106,7 +129,7 @@ describe('pgwarden keys', () => {
     const withoutKeys = demoConfigObject();
     delete withoutKeys.keys_file;
     fs.writeFileSync(other, YAML.stringify(withoutKeys));
-    const r = spawnSync(process.execPath, [BIN, 'keys', 'list', '--config', other], {
+    const r = spawnSync(process.execPath, [BIN, 'keys', 'create', '--role', 'analyst', '--config', other], {
       env: testEnv(),
       encoding: 'utf8',
     });
@@ -147,6 +170,7 @@ describe('pgwarden keys', () => {
         status: 'active',
         previous_token_valid_until: rotated.previous_expires_at,
       }),
+      expect.objectContaining({ id: 'agent', inline: true }),
     ]);
     created = { ...created, token: rotated.token };
   });

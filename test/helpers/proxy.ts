@@ -16,6 +16,8 @@ export function demoConfigObject(): Record<string, unknown> {
     unknown
   >;
   raw.listen = '127.0.0.1:0';
+  // The tests pass their environment explicitly (testEnv), never a running demo's recorded ports.
+  delete raw.env_file;
   raw.limits = { auth_failure_delay_ms: 10, shutdown_grace_ms: 2000 };
   return raw;
 }

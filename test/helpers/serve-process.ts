@@ -11,9 +11,13 @@ export const BIN = path.resolve(import.meta.dirname, '../../bin/pgwarden.js');
 
 /** A running `pgwarden serve` with its collected log lines; `waitFor` polls them. */
 export interface Served {
-  child: ChildProcess;
-  lines: Record<string, unknown>[];
-  port: number;
+  readonly child: ChildProcess;
+  /** Every line so far: the parsed JSON object, or `{ raw: line }` for a line that is not JSON. */
+  readonly lines: Record<string, unknown>[];
+  /** The same lines as written. */
+  readonly raw: string[];
+  readonly port: number;
+  /** Resolves with the first line `pred` accepts; rejects after `ms` (default 15 s) with all lines. */
   waitFor(pred: (l: Record<string, unknown>) => boolean, ms?: number): Promise<Record<string, unknown>>;
   exited: Promise<number | null>;
 }
@@ -35,6 +39,7 @@ export async function serveProcess(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: Record<string, unknown>[] = [];
+  const raw: string[] = [];
   let buf = '';
   child.stderr?.on('data', (d: Buffer) => {
     buf += d.toString();
@@ -42,6 +47,7 @@ export async function serveProcess(
     while (i >= 0) {
       const line = buf.slice(0, i);
       buf = buf.slice(i + 1);
+      raw.push(line);
       try {
         lines.push(JSON.parse(line) as Record<string, unknown>);
       } catch {
@@ -61,5 +67,33 @@ export async function serveProcess(
     }
   };
   await waitFor((l) => l.event === 'listening');
-  return { child, lines, port, waitFor, exited };
+  return { child, lines, raw, port, waitFor, exited };
+}
+
+/**
+ * The keys that appear more than once in one object of a JSON text (`{"msg":1,"msg":2}` → `["msg"]`),
+ * at any depth; JSON.parse keeps the last silently. Assumes `text` is valid JSON.
+ */
+export function duplicateJsonKeys(text: string): string[] {
+  const dups: string[] = [];
+  const stack: { object: boolean; keys: Set<string>; expectKey: boolean }[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    const top = stack[stack.length - 1];
+    if (ch === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      if (top?.object && top.expectKey) {
+        const key = JSON.parse(text.slice(i, j + 1)) as string;
+        if (top.keys.has(key)) dups.push(key);
+        top.keys.add(key);
+        top.expectKey = false;
+      }
+      i = j;
+    } else if (ch === '{') stack.push({ object: true, keys: new Set(), expectKey: true });
+    else if (ch === '[') stack.push({ object: false, keys: new Set(), expectKey: false });
+    else if (ch === '}' || ch === ']') stack.pop();
+    else if (ch === ',' && top?.object) top.expectKey = true;
+  }
+  return dups;
 }

@@ -1,10 +1,11 @@
 // Config loading: every error with its path, ${ENV} substitution, the demo config, load-time rules.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import YAML from 'yaml';
 import { DEMO_DIR } from '../../../src/embedded/demo.js';
-import { ConfigError, parseConfig } from '../../../src/policy/config-load.js';
+import { ConfigError, parseConfig, UNRESOLVED_UPSTREAM_URL } from '../../../src/policy/config-load.js';
 
 const base = {
   databases: { demo: { url: 'postgres://app:${APP_PW}@127.0.0.1:5432/demo' } },
@@ -41,6 +42,46 @@ describe('config', () => {
     expect(config.mode).toBe('proxified');
     // The demo names a keys file that `pgwarden keys create` makes on first use.
     expect(warnings).toEqual([expect.stringMatching(/^keys file .*pgwarden\.keys\.yaml does not exist yet/)]);
+  });
+
+  test('env_file fills ${NAME} the environment lacks; the environment wins; a missing file is named', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-envfile-'));
+    try {
+      const file = path.join(dir, 'pgwarden.yaml');
+      const cfg = { ...base, env_file: 'run/demo.env', listen: '${LISTEN}' };
+      const text = YAML.stringify(cfg);
+      expect(() => parseConfig(text, file, env)).toThrow(
+        `listen: environment variable LISTEN is not set, and env_file ${path.join(dir, 'run/demo.env')} does not exist`,
+      );
+      fs.mkdirSync(path.join(dir, 'run'));
+      fs.writeFileSync(
+        path.join(dir, 'run/demo.env'),
+        '# made by a test\nLISTEN=127.0.0.1:7001\nAPP_PW=from-file\n',
+      );
+      const loaded = parseConfig(text, file, env).config;
+      expect(loaded.listen).toBe('127.0.0.1:7001');
+      expect(loaded.databases.demo?.url).toBe('postgres://app:s3cret@127.0.0.1:5432/demo');
+      expect(parseConfig(text, file, { ...env, LISTEN: '127.0.0.1:7002' }).config.listen).toBe(
+        '127.0.0.1:7002',
+      );
+      fs.writeFileSync(path.join(dir, 'run/demo.env'), 'LISTEN 127.0.0.1:7001\n');
+      expect(() => parseConfig(text, file, env)).toThrow(
+        `env_file ${path.join(dir, 'run/demo.env')}:1: expected NAME=value`,
+      );
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a command that never connects loads without the upstream variables, its url unreachable', () => {
+    const cfg = { ...base, listen: '${LISTEN:-127.0.0.1:6432}' };
+    expect(problems(cfg, {})).toEqual(['databases.demo.url: environment variable APP_PW is not set']);
+    const { config } = parseConfig(YAML.stringify(cfg), 'x.yaml', {}, { needsUpstream: false });
+    expect(config.databases.demo?.url).toBe(UNRESOLVED_UPSTREAM_URL);
+    // Only the upstream URLs are spared: any other missing variable is still a problem.
+    expect(() =>
+      parseConfig(YAML.stringify({ ...cfg, listen: '${LISTEN}' }), 'x.yaml', {}, { needsUpstream: false }),
+    ).toThrow('listen: environment variable LISTEN is not set');
   });
 
   test('${ENV} is substituted in values only, after parsing', () => {
@@ -158,7 +199,7 @@ describe('policy load-time rules (issue 4)', () => {
   test('a role named admin with tenants that is not the default gets a warning (never added from tenants)', () => {
     const cfg = { ...base, roles: { ...base.roles, admin: { tenants: ['*'] } } };
     expect(parseConfig(YAML.stringify(cfg), 'x.yaml', env).warnings).toEqual([
-      'role admin is never added from its tenants (seed 000): it is held only when named, or as the default role',
+      'role admin is never added from its tenants: a role named "admin" is held only by a connection that names it (-c pgwarden.role=admin), or, when it is default_role, by its tenants and the workspace admins (and then alone)',
     ]);
   });
 

@@ -143,6 +143,20 @@ describe("seed 000's table: a connection that names no role", () => {
     });
   });
 
+  test('a tenant only of `admin` is told why it holds no role, not that it is a tenant of none', () => {
+    const config = makeConfig({ ...base, roles: { admin: { tenants: ['u/carol'] } } });
+    expect(resolveRoles(config, user('carol'), {})).toEqual({
+      ok: false,
+      sqlstate: '28000',
+      message:
+        'no role: user "carol" is a tenant only of role "admin", which a connection holds only when it names it (-c pgwarden.role=admin) or when it is the default role; there is no default role',
+    });
+    expect(resolveRoles(config, user('carol'), { requestedRole: 'admin' })).toEqual({
+      ok: true,
+      roles: ['admin'],
+    });
+  });
+
   test('a connection left with no role at all is refused with an error instead of returning no rows', () => {
     const config = makeConfig({ ...base, roles: { sales: { tenants: ['u/bob'] } } });
     expect(resolveRoles(config, user('nobody'), {})).toEqual({
