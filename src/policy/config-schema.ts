@@ -20,13 +20,23 @@ export const APP_ACTIONS = [
 export type DataAction = (typeof DATA_ACTIONS)[number];
 export type AppAction = (typeof APP_ACTIONS)[number];
 
-/** Role names: 1–63 letters, digits, `_` and `-`; `postgres`, `public` and `pg_*` are reserved. */
+/**
+ * Role names (seed 000, "Instance role catalog"): 1–63 letters, digits, `_` and `-`; `postgres`,
+ * `public`, `pg_*` and `pgwarden_*` (pgwarden's own logins, the set logins `pgwarden_set_*` among
+ * them) are reserved, since under `roles: managed` each role is a PostgreSQL role of that name.
+ */
 const roleName = z
   .string()
   .regex(/^[A-Za-z0-9_-]{1,63}$/, 'must be 1-63 letters, digits, "_" or "-"')
-  .refine((n) => n !== 'postgres' && n !== 'public' && !n.startsWith('pg_'), {
-    message: 'is reserved (postgres, public and names starting with pg_)',
+  .refine((n) => !isReservedRoleName(n), {
+    message: 'is reserved (postgres, public and names starting with pg_ or pgwarden_)',
   });
+
+/** True for the names seed 000 and issue 17 reserve: `postgres`, `public`, `pg_*`, `pgwarden_*`. */
+export function isReservedRoleName(n: string): boolean {
+  const l = n.toLowerCase();
+  return l === 'postgres' || l === 'public' || l.startsWith('pg_') || l.startsWith('pgwarden_');
+}
 
 /** A principal name (user or group): what a client sends as `user` in its StartupMessage. */
 const principalName = z
@@ -159,10 +169,31 @@ export const apiKeySchema = z
       });
   });
 
-/** The upstream database a client-facing name maps to; credentials stay here (`${ENV}` allowed). */
+const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL');
+
+/**
+ * The upstream database a client-facing name maps to; credentials stay here (`${ENV}` allowed).
+ * `roles` (issue 17): `single` logs every session in as the `url` login; `managed` makes each
+ * workspace role a PostgreSQL role and logs each session in as its role set's login
+ * (`pgwarden_set_<hash>`), holding grants computed from the rules. Managed needs an administration
+ * login (`admin_url`, else `url`) with CREATEROLE that owns the tables or holds their grant option.
+ * `role_prefix` is put before every workspace role's name upstream (several workspaces on one cluster).
+ */
 export const databaseSchema = z
   .object({
-    url: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
+    url: postgresUrl,
+    roles: z.enum(['single', 'managed']).default('single'),
+    admin_url: postgresUrl.optional(),
+    role_prefix: z
+      .string()
+      .regex(
+        /^[A-Za-z][A-Za-z0-9_-]{0,29}$/,
+        'must be 1-30 letters, digits, "_" or "-", starting with a letter',
+      )
+      .refine((p) => !isReservedRoleName(p), {
+        message: 'is reserved (names starting with pg_ or pgwarden_)',
+      })
+      .optional(),
   })
   .strict();
 
@@ -332,6 +363,17 @@ export const configSchema = z
     if (c.policy_cache !== undefined && c.policy_store === undefined)
       ctx.addIssue({ code: 'custom', path: ['policy_cache'], message: 'needs policy_store' });
     checkPolicyReferences(c, ctx, false);
+    for (const [db, d] of Object.entries(c.databases)) {
+      if (d.roles !== 'managed') continue;
+      for (const r of Object.keys(c.roles)) {
+        if ((d.role_prefix ?? '').length + r.length > 63)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['databases', db, 'role_prefix'],
+            message: `with role "${r}" makes a PostgreSQL role name longer than 63 characters`,
+          });
+      }
+    }
   });
 
 /** The validated configuration, with defaults filled in. */

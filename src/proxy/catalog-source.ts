@@ -28,8 +28,16 @@ export class CatalogSource {
     this.generations.set(database, this.generation(database) + 1);
   }
 
-  /** @param ttlMs how long a loaded catalog stays current, in milliseconds. */
-  constructor(ttlMs: number) {
+  /**
+   * @param ttlMs how long a loaded catalog stays current, in milliseconds.
+   * @param afterRead awaited after every read, before the new catalog is handed out (the grant sync
+   * of `roles: managed`: a table made through pgwarden is granted before a statement can name it).
+   * It must not reject.
+   */
+  constructor(
+    ttlMs: number,
+    private readonly afterRead?: (database: string, catalog: Catalog) => Promise<void>,
+  ) {
     this.cache = new CatalogCache({ ttlMs });
   }
 
@@ -41,13 +49,15 @@ export class CatalogSource {
     return this.cache.get(database, async (version) => {
       const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
       await client.connect();
+      let catalog: Catalog;
       try {
-        const catalog = await readCatalog(client, version);
+        catalog = await readCatalog(client, version);
         this.loadedAt.set(database, Date.now());
-        return catalog;
       } finally {
         await client.end().catch(() => {});
       }
+      await this.afterRead?.(database, catalog);
+      return catalog;
     });
   }
 

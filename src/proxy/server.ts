@@ -9,6 +9,7 @@ import { splitHostPort } from '../policy/config-schema.js';
 import { DecisionCache } from '../policy/decision-cache.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
 import { configEpoch } from '../policy/policy-document.js';
+import { ManagedRoles } from '../roles/managed-roles.js';
 import type { AnalysisCacheStats } from '../sql/analysis-cache.js';
 import { createAnalysisCache } from '../sql/analyze.js';
 import type { ErrorFields } from '../wire/backend.js';
@@ -36,6 +37,8 @@ export interface ProxyServer {
   epoch(): string;
   /** The config in force. */
   config(): LoadedConfig;
+  /** The managed roles of `roles: managed` databases (sweeps, sync state; tests drive them). */
+  readonly managed: ManagedRoles;
   /** Replaces the config for new sessions (SIGHUP, a store change) and resolves open sessions again. */
   reload(next: LoadedConfig): void;
   /**
@@ -84,7 +87,16 @@ export async function startProxy(
   const sessions = new Set<ClientSession>();
   const cancels = new CancelRegistry();
   const verifiers = new VerifierCache(authSecretFor(initial.config, initial.file));
-  const catalogs = new CatalogSource(initial.config.catalog.ttl_seconds * 1000);
+  // Under `roles: managed`, every catalog read is followed by a grant sync (issue 17).
+  const managed: ManagedRoles = new ManagedRoles({
+    logger,
+    connection: opts.connection ?? initial.config.mode,
+    catalog: (database) => catalogs.get(database, current.config.databases[database]?.url ?? ''),
+  });
+  const catalogs = new CatalogSource(initial.config.catalog.ttl_seconds * 1000, (database, catalog) =>
+    managed.sync(database, catalog),
+  );
+  await managed.start(initial.config);
   const analyses = createAnalysisCache();
   const decisions = new DecisionCache();
   const audit = new AuditLog(opts.auditLogger ?? logger, () => configEpoch(current.config));
@@ -118,6 +130,7 @@ export async function startProxy(
       analyses,
       decisions,
       audit,
+      managed,
       connection: opts.connection ?? current.config.mode,
       ...(refusal ? { refusal } : {}),
       onClose: (s) => {
@@ -155,6 +168,7 @@ export async function startProxy(
     address: { host: addr.address, port: addr.port },
     sessionCount: () => sessions.size,
     stats: () => ({ analysis: analyses.stats() }),
+    managed,
     epoch: () => configEpoch(current.config),
     config: () => current,
     reload(next) {
@@ -164,11 +178,13 @@ export async function startProxy(
         { event: 'reload', file: next.file, epoch: configEpoch(next.config) },
         'configuration reloaded',
       );
+      void managed.reload(next.config);
       for (const s of sessions) s.recheck(next.config);
     },
     async close(graceMs = current.config.limits.shutdown_grace_ms) {
       closing = true;
       clearInterval(expiry);
+      managed.close();
       const stopped = new Promise<void>((r) => server.close(() => r()));
       for (const s of sessions) s.shutdown();
       const deadline = Date.now() + graceMs;

@@ -16,6 +16,7 @@ import { checkDatabaseAccess } from '../policy/database-access.js';
 import type { DecisionCache } from '../policy/decision-cache.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
 import { findPrincipal, type Principal } from '../policy/principals.js';
+import { type ManagedRoles, ManagedRolesError, type SetLogin } from '../roles/managed-roles.js';
 import type { AnalysisCache } from '../sql/analyze.js';
 import { loadParser, majorOfServerVersion } from '../sql/parser.js';
 import { parseSearchPathText } from '../sql/search-path-text.js';
@@ -74,6 +75,8 @@ export interface SessionContext {
   readonly analyses: AnalysisCache;
   readonly decisions: DecisionCache;
   readonly audit: AuditLog;
+  /** Set logins of `roles: managed` databases (issue 17). */
+  readonly managed: ManagedRoles;
   /** The connection kind this listener serves: the config's mode, or `mcp` for the MCP server's own listener. */
   readonly connection: ConnectionKind;
   /**
@@ -143,6 +146,10 @@ export class ClientSession {
   }
   private cancelKey: number | undefined;
   private principal: Principal | undefined;
+  /** The set login this session is logged in upstream as (`roles: managed`), and the roles it was made for. */
+  private setLogin: { readonly login: SetLogin; readonly roles: readonly string[] } | undefined;
+  /** The upstream login's name: the set login, or the url's login. */
+  private upstreamUser = '';
 
   constructor(
     socket: net.Socket,
@@ -200,8 +207,31 @@ export class ClientSession {
       this.terminate(fatal('28000', message));
       return;
     }
+    // A session logged in as a set login holds that set's grants: another set is another login.
+    const wasManage = this.setLogin === undefined;
+    if (this.managedDatabase && !this.sameUpstreamLogin(next, r.roles, wasManage)) {
+      const message = 'your roles changed: reconnect to log in upstream as the login of your new roles';
+      this.log.info({ event: 'revoked', msg: message }, 'session closed after a policy change');
+      this.terminate(fatal('28000', message));
+      return;
+    }
     this.policy = next;
     this.roles = r.roles;
+  }
+
+  /** Whether `database` is under `roles: managed` (set when the session started). */
+  private managedDatabase = false;
+
+  /** After a reload: the same set of roles (or, for a MANAGE session, still MANAGE). */
+  private sameUpstreamLogin(next: Config, roles: readonly string[], manage: boolean): boolean {
+    if (manage) return this.ctx.managed.usesUrlLogin(next, this.database, roles);
+    const had = new Set(this.setLogin?.roles ?? []);
+    const now = new Set(roles);
+    return (
+      had.size === now.size &&
+      [...had].every((r) => now.has(r)) &&
+      !this.ctx.managed.usesUrlLogin(next, this.database, roles)
+    );
   }
 
   /** Sends `err` (when given) and closes both sides. */
@@ -287,17 +317,39 @@ export class ClientSession {
       });
     }
     const db = config.databases[filtered.database] as { url: string };
-    const target = parseUpstreamUrl(db.url);
-    let upstream: UpstreamSession;
+    let target = parseUpstreamUrl(db.url);
+    let setLogin: SetLogin | undefined;
     try {
-      // pgwarden.identity and pgwarden.roles become the upstream session's reset values (RESET ALL
-      // and DISCARD ALL bring them back), for row-level security per viewer (issue 8).
-      const params = new Map(filtered.upstream);
-      params.set(
-        'options',
-        `-c pgwarden.identity=${escapeOption(resolution.identity)} -c pgwarden.roles=${escapeOption(resolution.roles.join(','))}`,
-      );
-      upstream = await connectUpstream(target, params, config.limits.connect_timeout_ms);
+      setLogin = await this.ctx.managed.loginFor(config, filtered.database, resolution.roles);
+    } catch (e) {
+      if (e instanceof ManagedRolesError) throw fatal(e.sqlstate, e.message);
+      throw e;
+    }
+    if (setLogin) target = { ...target, user: setLogin.user, password: setLogin.password };
+    let upstream: UpstreamSession;
+    // pgwarden.identity and pgwarden.roles become the upstream session's reset values (RESET ALL
+    // and DISCARD ALL bring them back), for row-level security per viewer (issue 8).
+    const params = new Map(filtered.upstream);
+    params.set(
+      'options',
+      `-c pgwarden.identity=${escapeOption(resolution.identity)} -c pgwarden.roles=${escapeOption(resolution.roles.join(','))}`,
+    );
+    try {
+      try {
+        upstream = await connectUpstream(target, params, config.limits.connect_timeout_ms);
+      } catch (e) {
+        // A set login whose password was changed behind pgwarden's back is taken back (issue 17).
+        if (!(setLogin && e instanceof UpstreamError && e.fields.code === '28P01')) throw e;
+        this.log.warn({ event: 'set-login-refused', login: setLogin.user }, 'set login refused its password');
+        try {
+          setLogin = await this.ctx.managed.loginRejected(filtered.database, setLogin, resolution.roles);
+        } catch (m) {
+          if (m instanceof ManagedRolesError) throw fatal(m.sqlstate, m.message);
+          throw m;
+        }
+        target = { ...target, user: setLogin.user, password: setLogin.password };
+        upstream = await connectUpstream(target, params, config.limits.connect_timeout_ms);
+      }
     } catch (e) {
       if (e instanceof UpstreamError) {
         // The upstream login is the proxy's, not the client's: its failures (a wrong server-held
@@ -305,7 +357,7 @@ export class ClientSession {
         // neither the role nor the reason. Capacity and availability errors pass as they are.
         const passes = ['53300', '57P03', '3D000', '08006'].includes(e.fields.code);
         this.log.error(
-          { event: 'upstream-login-failed', code: e.fields.code, message: e.fields.message },
+          { event: 'upstream-login-failed', code: e.fields.code, message: e.fields.message, login: target.user },
           'upstream login failed',
         );
         throw new ClientError(
@@ -319,6 +371,13 @@ export class ClientSession {
         );
       }
       throw e;
+    }
+    this.database = filtered.database;
+    this.managedDatabase = this.ctx.managed.manages(config, filtered.database);
+    this.upstreamUser = target.user;
+    if (setLogin) {
+      this.setLogin = { login: setLogin, roles: [...resolution.roles] };
+      this.ctx.managed.using(filtered.database, setLogin.user, 1);
     }
     if (this.closed) {
       upstream.socket.destroy();
@@ -367,6 +426,7 @@ export class ClientSession {
         event: 'ready',
         user: filtered.user,
         database: filtered.database,
+        login: target.user,
         server_version: upstream.serverVersionNum,
       },
       'session ready',
@@ -511,6 +571,7 @@ export class ClientSession {
     this.closed = true;
     this.relay?.stop();
     if (this.cancelKey !== undefined) this.ctx.cancels.release(this.cancelKey);
+    if (this.setLogin) this.ctx.managed.using(this.database, this.setLogin.login.user, -1);
     this.upstream?.socket.destroySoon();
     if (!this.client.destroyed) this.client.destroySoon();
     this.log.info(

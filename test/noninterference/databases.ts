@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { DEMO_APP_PASSWORD, DEMO_APP_ROLE, DEMO_DIR } from '../../src/embedded/demo.js';
+import { DEMO_APP_PASSWORD, DEMO_APP_ROLE, DEMO_DIR, ensureDemoAppRole } from '../../src/embedded/demo.js';
 import { type CoverageCase, parseCoverageCatalog } from '../unit/sql/parse-coverage-catalog.js';
 
 /** Where to reach the PostgreSQL the databases live on, as its superuser. */
@@ -198,10 +198,7 @@ export async function createNoninterferenceDatabases(server: PgServer, prefix: s
   const tmpl = `${prefix}_tmpl`;
   const admin = await client(server, 'postgres', false);
   try {
-    const role = await admin.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [DEMO_APP_ROLE]);
-    if (role.rowCount === 0) {
-      await admin.query(`CREATE ROLE ${DEMO_APP_ROLE} LOGIN PASSWORD '${DEMO_APP_PASSWORD}'`);
-    }
+    await ensureDemoAppRole(admin);
     for (const db of [...SIDES.map((s) => dbName(prefix, s)), tmpl]) {
       await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(db)} WITH (FORCE)`);
     }

@@ -130,7 +130,9 @@ describe('config', () => {
     };
     const p = problems(bad);
     expect(p).toContain('listen: must be host:port');
-    expect(p).toContain('roles.pg_admin: is reserved (postgres, public and names starting with pg_)');
+    expect(p).toContain(
+      'roles.pg_admin: is reserved (postgres, public and names starting with pg_ or pgwarden_)',
+    );
     expect(p.some((x) => x.startsWith('roles.ok.permissions[0].actions[0]: expected "SELECT"'))).toBe(true);
   });
 

@@ -1,0 +1,203 @@
+// Grant sync: what a role holds now (aclexplode over relacl, attacl, nspacl), the difference to a plan, applied as SQL.
+import pg from 'pg';
+import type { Catalog } from '../catalog/types.js';
+import { type PrivilegeKey, schemaKey } from './grant-plan.js';
+
+/** A relation by OID, as a GRANT names it. */
+interface RelationName {
+  readonly schema: string;
+  readonly name: string;
+  /** pg_class.relkind: `S` takes `ON SEQUENCE`. */
+  readonly relkind: string;
+}
+
+/** What one role holds now: its privilege keys, and the names of the relations they are on. */
+export interface HeldPrivileges {
+  readonly keys: Set<PrivilegeKey>;
+  readonly relations: Map<number, RelationName>;
+}
+
+/**
+ * Reads every privilege `role` (by OID) holds directly in the current database: relation ACLs
+ * (`pg_class.relacl`), column ACLs (`pg_attribute.attacl`, dropped columns left out) and schema ACLs
+ * (`pg_namespace.nspacl`), each exploded with `aclexplode`, whatever the grantor (PostgreSQL 15 docs
+ * 9.26 "aclexplode"). Output: keys in {@link PrivilegeKey} form.
+ */
+export async function readHeldPrivileges(client: pg.ClientBase, roleOid: number): Promise<HeldPrivileges> {
+  const r = await client.query<{
+    k: string;
+    oid: string | null;
+    nspname: string | null;
+    relname: string | null;
+    relkind: string | null;
+    attname: string | null;
+    priv: string;
+  }>(
+    `SELECT 'T' AS k, c.oid::int8 AS oid, n.nspname, c.relname, c.relkind::text AS relkind, NULL::text AS attname, a.privilege_type AS priv
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace, aclexplode(c.relacl) a
+      WHERE a.grantee = $1::oid
+     UNION ALL
+     SELECT 'C', c.oid::int8, n.nspname, c.relname, c.relkind::text, att.attname::text, a.privilege_type
+       FROM pg_attribute att JOIN pg_class c ON c.oid = att.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace,
+            aclexplode(att.attacl) a
+      WHERE a.grantee = $1::oid AND NOT att.attisdropped
+     UNION ALL
+     SELECT 'N', NULL, n.nspname, NULL, NULL, NULL, a.privilege_type
+       FROM pg_namespace n, aclexplode(n.nspacl) a WHERE a.grantee = $1::oid`,
+    [roleOid],
+  );
+  const keys = new Set<PrivilegeKey>();
+  const relations = new Map<number, RelationName>();
+  for (const row of r.rows) {
+    if (row.k === 'N') {
+      keys.add(`N|${row.nspname}|${row.priv}`);
+      continue;
+    }
+    const oid = Number(row.oid);
+    relations.set(oid, { schema: row.nspname ?? '', name: row.relname ?? '', relkind: row.relkind ?? 'r' });
+    keys.add(row.k === 'T' ? `T|${oid}|${row.priv}` : `C|${oid}|${row.attname}|${row.priv}`);
+  }
+  return { keys, relations };
+}
+
+/**
+ * For each table OID, the sequences its column defaults call (pg_depend of pg_attrdef rows on
+ * sequences: `nextval('s'::regclass)`, serial columns). Identity columns need no privilege.
+ */
+export async function readDefaultSequences(client: pg.ClientBase): Promise<Map<number, number[]>> {
+  const r = await client.query<{ rel: string; seqs: string[] }>(
+    `SELECT ad.adrelid::int8 AS rel, array_agg(DISTINCT d.refobjid::int8) AS seqs
+       FROM pg_attrdef ad
+       JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid AND d.refclassid = 'pg_class'::regclass
+       JOIN pg_class s ON s.oid = d.refobjid AND s.relkind = 'S'
+      GROUP BY ad.adrelid`,
+  );
+  return new Map(r.rows.map((x) => [Number(x.rel), x.seqs.map(Number)]));
+}
+
+/**
+ * The relation OIDs on which the current login cannot grant everything pgwarden may grant, each with
+ * the privileges it lacks (`SELECT`, `INSERT`, `UPDATE`, `DELETE`, or `USAGE` for a sequence): neither
+ * ownership (membership in the owner role) nor the grant option; and the schemas it cannot grant USAGE
+ * on. Schemas for which `unmanaged` is true (isUnmanagedSchema) are left out.
+ */
+export async function readUngrantable(
+  client: pg.ClientBase,
+  unmanaged: (schema: string) => boolean,
+): Promise<Ungrantable> {
+  const r = await client.query<{
+    oid: string;
+    nspname: string;
+    relname: string;
+    missing: string[];
+  }>(
+    `SELECT c.oid::int8 AS oid, n.nspname, c.relname,
+            array_remove(CASE WHEN c.relkind = 'S' THEN
+              ARRAY[CASE WHEN NOT has_sequence_privilege(c.oid, 'USAGE WITH GRANT OPTION') THEN 'USAGE' END]
+            ELSE ARRAY[
+              CASE WHEN NOT has_table_privilege(c.oid, 'SELECT WITH GRANT OPTION') THEN 'SELECT' END,
+              CASE WHEN c.relkind <> 'm' AND NOT has_table_privilege(c.oid, 'INSERT WITH GRANT OPTION') THEN 'INSERT' END,
+              CASE WHEN c.relkind <> 'm' AND NOT has_table_privilege(c.oid, 'UPDATE WITH GRANT OPTION') THEN 'UPDATE' END,
+              CASE WHEN c.relkind <> 'm' AND NOT has_table_privilege(c.oid, 'DELETE WITH GRANT OPTION') THEN 'DELETE' END]
+            END, NULL) AS missing
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')`,
+  );
+  const relations = new Map<number, { schema: string; name: string; missing: string[] }>();
+  for (const row of r.rows) {
+    if (unmanaged(row.nspname) || row.missing.length === 0) continue;
+    relations.set(Number(row.oid), { schema: row.nspname, name: row.relname, missing: row.missing });
+  }
+  const n = await client.query<{ nspname: string }>(
+    `SELECT nspname FROM pg_namespace WHERE NOT has_schema_privilege(oid, 'USAGE WITH GRANT OPTION')`,
+  );
+  const schemas = new Set(n.rows.map((x) => x.nspname).filter((x) => !unmanaged(x)));
+  return { relations, schemas };
+}
+
+function parseKey(key: PrivilegeKey): {
+  kind: string;
+  oid: number;
+  schema: string;
+  column: string;
+  priv: string;
+} {
+  const parts = key.split('|');
+  const kind = parts[0] ?? '';
+  if (kind === 'N') return { kind, oid: 0, schema: parts[1] ?? '', column: '', priv: parts[2] ?? '' };
+  const priv = parts[parts.length - 1] ?? '';
+  // A column name may itself hold `|`: everything between the OID and the privilege.
+  const column = kind === 'C' ? parts.slice(2, -1).join('|') : '';
+  return { kind, oid: Number(parts[1]), schema: '', column, priv };
+}
+
+/**
+ * The GRANT and REVOKE statements that take `role` from `held` to exactly `desired` (revokes first;
+ * a relation-level REVOKE also takes the column privileges of that kind). Relations are named from
+ * `catalog` or, for one only `held` knows, from `held.relations`. Output: SQL statements, in order.
+ * Pure.
+ */
+export function grantDiff(
+  role: string,
+  held: HeldPrivileges,
+  desired: ReadonlySet<PrivilegeKey>,
+  catalog?: Catalog,
+): string[] {
+  const names = new Map<number, RelationName>(held.relations);
+  for (const rel of catalog?.relations.values() ?? [])
+    names.set(rel.oid, { schema: rel.schema, name: rel.name, relkind: rel.kind === 'sequence' ? 'S' : 'r' });
+  const who = pg.escapeIdentifier(role);
+  const on = (oid: number): string | undefined => {
+    const n = names.get(oid);
+    if (!n) return undefined;
+    const q = `${pg.escapeIdentifier(n.schema)}.${pg.escapeIdentifier(n.name)}`;
+    return n.relkind === 'S' ? `SEQUENCE ${q}` : `TABLE ${q}`;
+  };
+  const statement = (verb: 'GRANT' | 'REVOKE', key: PrivilegeKey): string | undefined => {
+    const k = parseKey(key);
+    const to = verb === 'GRANT' ? 'TO' : 'FROM';
+    if (k.kind === 'N') return `${verb} ${k.priv} ON SCHEMA ${pg.escapeIdentifier(k.schema)} ${to} ${who}`;
+    const target = on(k.oid);
+    if (!target) return undefined;
+    if (k.kind === 'T') return `${verb} ${k.priv} ON ${target} ${to} ${who}`;
+    return `${verb} ${k.priv} (${pg.escapeIdentifier(k.column)}) ON ${target.replace(/^TABLE /, '')} ${to} ${who}`;
+  };
+  const revokes = [...held.keys].filter((k) => !desired.has(k));
+  const grants = [...desired].filter((k) => !held.keys.has(k));
+  const order = (k: PrivilegeKey) => (k.startsWith('T') ? 0 : k.startsWith('C') ? 1 : 2);
+  revokes.sort((a, b) => order(a) - order(b));
+  grants.sort((a, b) => order(b) - order(a));
+  return [...revokes.map((k) => statement('REVOKE', k)), ...grants.map((k) => statement('GRANT', k))].filter(
+    (s): s is string => s !== undefined,
+  );
+}
+
+/** What the administration login cannot grant: per relation OID the privileges, and schemas (USAGE). */
+export interface Ungrantable {
+  readonly relations: ReadonlyMap<
+    number,
+    { readonly schema: string; readonly name: string; readonly missing: readonly string[] }
+  >;
+  readonly schemas: ReadonlySet<string>;
+}
+
+/** Keeps the keys the administration login can grant; the others are returned apart (to log). Pure. */
+export function grantableOnly(
+  desired: ReadonlySet<PrivilegeKey>,
+  ungrantable: Ungrantable,
+): { keep: Set<PrivilegeKey>; dropped: PrivilegeKey[] } {
+  const keep = new Set<PrivilegeKey>();
+  const dropped: PrivilegeKey[] = [];
+  for (const key of desired) {
+    const k = parseKey(key);
+    const lacking =
+      k.kind === 'N'
+        ? ungrantable.schemas.has(k.schema)
+        : ungrantable.relations.get(k.oid)?.missing.includes(k.priv);
+    if (lacking) dropped.push(key);
+    else keep.add(key);
+  }
+  return { keep, dropped };
+}
+
+export { schemaKey };
