@@ -8,6 +8,7 @@ import { upstreamLoginWarnings } from './catalog/upstream-login.js';
 import { makeAuditLogger, makeLogger } from './logger.js';
 import { ConfigError, type LoadedConfig, loadConfig } from './policy/config-load.js';
 import type { PolicySource } from './policy/policy-source.js';
+import { wallsIntact } from './policy/wall-switches.js';
 import { type ProxyServer, startProxy } from './proxy/server.js';
 
 /** Exit code for a configuration that cannot be used (also a listen address that cannot be bound). */
@@ -81,6 +82,11 @@ async function serve(
   logger: Logger,
   opts: { pretty?: boolean; command: string; how: string; onStop?: () => Promise<void> },
 ): Promise<{ proxy: ProxyServer; loaded: LoadedConfig }> {
+  if (!wallsIntact()) {
+    // Only a test can turn a wall off (wall-switches.ts); a proxy never runs so.
+    process.stderr.write('pgwarden serve: a wall is switched off (test build); refusing to start\n');
+    process.exit(EXIT_CONFIG);
+  }
   const instance = loadOrExit(file, logger);
   for (const w of await upstreamLoginWarnings(instance.config.databases))
     logger.warn({ event: 'upstream-login' }, w);

@@ -38,6 +38,11 @@ export interface DecideContext {
   readonly database: string;
   /** The catalog the analysis was made with (unique constraints, generated columns, table columns). */
   readonly catalog: Catalog;
+  /**
+   * False only in tests that turn wall 1's SEE checks off (wall-switches.ts): step 4 is skipped, so
+   * nothing is masked or refused for being hidden. Absent: on.
+   */
+  readonly seeChecks?: boolean;
 }
 
 /** A refusal found while deciding one statement, with the offset it points at for ordering. */
@@ -107,7 +112,7 @@ function decideStatement(
   const pending: Pending[] = [];
   checkRequirements(s.requirements, roles, ctx, checks, pending);
   const mask = new Set<number>();
-  checkUses(s, roles, ctx, hidden, checks, pending, mask);
+  if (ctx.seeChecks !== false) checkUses(s, roles, ctx, hidden, checks, pending, mask);
 
   let prepared: StatementDecision | undefined;
   for (const effect of s.sessionEffects) {

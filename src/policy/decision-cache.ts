@@ -4,6 +4,7 @@ import type { Analysis } from '../sql/analysis-types.js';
 import { type DecideContext, decide } from './decide.js';
 import type { Decision } from './decision-types.js';
 import { policyVersion } from './policy-version.js';
+import { wallSwitches } from './wall-switches.js';
 
 const analysisIds = new WeakMap<Analysis, number>();
 let nextAnalysisId = 1;
@@ -27,7 +28,7 @@ export interface DecisionCacheOptions {
 /**
  * Memoizes {@link decide}. The key is the Analysis object's identity, the sorted set of roles, the
  * policy version ({@link policyVersion}: a reload makes a new Config, hence a new version), the
- * database, the connection kind and the catalog version, so a cached decision is served only for
+ * database, the connection kind, the catalog version and the SEE switch, so a cached decision is served only for
  * exactly what it was made for. Source: issue 4, "Decisions are cached per (analysis, role set,
  * policy version); a reload bumps the version". Never throws.
  */
@@ -39,7 +40,9 @@ export class DecisionCache {
   }
 
   /** The decision for (analysis, roles, ctx), from the cache or made now by {@link decide}. */
-  decide(analysis: Analysis, roles: readonly string[], ctx: DecideContext): Decision {
+  decide(analysis: Analysis, roles: readonly string[], given: DecideContext): Decision {
+    // A test that turned the SEE checks off (wall-switches.ts) gets decisions made without them.
+    const ctx = wallSwitches().seeChecks ? given : { ...given, seeChecks: false };
     const sorted = [...new Set(roles)].sort();
     const key = [
       analysisId(analysis),
@@ -48,6 +51,7 @@ export class DecisionCache {
       ctx.database,
       ctx.connection,
       ctx.catalog.version,
+      ctx.seeChecks === false ? 'see-off' : 'see-on',
     ].join('\0');
     const hit = this.lru.get(key);
     if (hit) return hit;

@@ -109,6 +109,8 @@ export interface AuditEvent {
   readonly conn: number;
   readonly identity: string;
   readonly viewer?: string;
+  /** The upstream login the statement ran as: a set login `pgwarden_set_…` under `roles: managed`. */
+  readonly login?: string;
   readonly roles: readonly string[];
   readonly database: string;
   readonly kind: string;

@@ -100,3 +100,20 @@ export function redactError(fields: ErrorFields): ErrorFields {
   }
   return kept;
 }
+
+/**
+ * A `42501 insufficient_privilege` from the upstream under `roles: managed` (issue 17: "errors from
+ * the second wall, if any, are reported as refusals with pgwarden's message"): PostgreSQL refused
+ * the statement for the set login, whose grants are computed from the caller's rules, so the
+ * analysis let through something the rules do not allow. MESSAGE is pgwarden's, DETAIL keeps
+ * PostgreSQL's message (it names the relation, never a value); the rest is dropped.
+ */
+export function secondWallRefusal(fields: ErrorFields): ErrorFields {
+  return {
+    severity: fields.severity,
+    code: '42501',
+    message:
+      'permission denied: the privileges pgwarden grants your roles in PostgreSQL do not allow this statement',
+    detail: `PostgreSQL refused it: ${fields.message}`,
+  };
+}

@@ -99,6 +99,13 @@ export interface RelayOptions {
   readonly identity: string;
   /** The viewer the connection acts for (issue 8), when it names one. */
   readonly viewer?: string;
+  /** The upstream login the session runs as (a set login under `roles: managed`), for the audit. */
+  readonly login?: string;
+  /**
+   * True when the upstream login is a set login (issue 17): its 42501 is the second wall's refusal,
+   * reported with pgwarden's message.
+   */
+  readonly secondWall?: boolean;
   readonly gateSession: GateSession;
   readonly cache: AnalysisCache;
   readonly decide: Decider;
@@ -209,6 +216,7 @@ export abstract class RelayCore {
       conn: this.o.connId,
       identity: this.o.identity,
       ...(this.o.viewer !== undefined ? { viewer: this.o.viewer } : {}),
+      ...(this.o.login !== undefined ? { login: this.o.login } : {}),
       roles: s.roles,
       database: s.database,
       kind: auditKind(statement),
@@ -228,6 +236,7 @@ export abstract class RelayCore {
       conn: this.o.connId,
       identity: this.o.identity,
       ...(this.o.viewer !== undefined ? { viewer: this.o.viewer } : {}),
+      ...(this.o.login !== undefined ? { login: this.o.login } : {}),
       roles: s.roles,
       database: s.database,
       kind: auditKind(plan?.statement),

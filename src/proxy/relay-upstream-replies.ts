@@ -8,7 +8,7 @@ import {
 } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
 import type { Frame } from '../wire/framer.js';
-import { redactError } from './error-redaction.js';
+import { redactError, secondWallRefusal } from './error-redaction.js';
 import type { Expect } from './relay-core.js';
 import { ExtendedProtocolRelay } from './relay-extended-protocol.js';
 import type { StatementPlan } from './statement-gate.js';
@@ -155,6 +155,8 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
     if (this.discarding) return null;
     let redact = plan?.redact || (head?.t === 'query' && head.plans.some((p) => p.redact));
     const fields = decodeErrorResponse(f.payload);
+    if (this.o.secondWall && fields.code === '42501' && fields.message.startsWith('permission denied'))
+      return errorResponse(secondWallRefusal(fields));
     // A constraint failure or data exception may come from another table than the statement
     // names (a cascade, a trigger): its DETAIL or MESSAGE prints that row or value. A caller who
     // does not see everything gets neither, whatever the statement.

@@ -444,6 +444,8 @@ export class ClientSession {
       connId: this.id,
       identity: principal.name,
       ...(resolution.viewer !== undefined ? { viewer: resolution.viewer } : {}),
+      login: this.upstreamUser,
+      secondWall: this.setLogin !== undefined,
       gateSession: {
         // Getters: a policy reload swaps the config and the roles of an open session (issue 4).
         get config(): Config {

@@ -44,6 +44,29 @@ export interface SetLogin {
   readonly password: string;
 }
 
+/**
+ * SQLSTATEs of a GRANT or REVOKE whose object was dropped since the catalog was read:
+ * undefined_table, undefined_column, invalid_schema_name, undefined_object.
+ */
+const GONE: ReadonlySet<string> = new Set(['42P01', '42703', '3F000', '42704']);
+
+/**
+ * SQLSTATEs worth one more try at once: concurrent DDL on the same catalog rows ("tuple
+ * concurrently updated", XX000), deadlock_detected, serialization_failure.
+ */
+const TRANSIENT: ReadonlySet<string> = new Set(['XX000', '40P01', '40001']);
+
+/** Runs `f`, once more when it rejects with a {@link TRANSIENT} SQLSTATE. */
+async function retryTransient<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    if (!TRANSIENT.has((e as { code?: string }).code ?? '')) throw e;
+    await new Promise((r) => setTimeout(r, 50));
+    return f();
+  }
+}
+
 /** A day in ms: `last_used_at` is written at most this often per login (issue 17). */
 const DAY_MS = 86_400_000;
 /** How long a set login may go unused before the sweep drops it (issue 17: 30 days). */
@@ -274,7 +297,9 @@ export class ManagedRoles {
     }
     await this.serial(state, async () => {
       try {
-        const outcome = await this.admin(state, (c) => this.syncWith(c, state, this.config as Config, cat));
+        const outcome = await retryTransient(() =>
+          this.admin(state, (c) => this.syncWith(c, state, this.config as Config, cat)),
+        );
         clearTimeout(state.retry);
         state.retry = undefined;
         if (state.failure)
@@ -374,29 +399,31 @@ export class ManagedRoles {
     return this.serial(state, async () => {
       const config = this.config as Config;
       try {
-        const r = await this.admin(state, (c) =>
-          ensureSetLogin(c, {
-            login,
-            workspace: state.workspace,
-            members,
-            ...(rejected !== undefined ? { rejected: { known: rejected } } : {}),
-            grant: async (tx, oid) => {
-              const ctx = await this.grantContext(tx, catalog);
-              await this.applyGrants(
-                tx,
-                login,
-                oid,
-                this.desired(
-                  config,
-                  state,
-                  members.map((m) => m.role),
+        const r = await retryTransient(() =>
+          this.admin(state, (c) =>
+            ensureSetLogin(c, {
+              login,
+              workspace: state.workspace,
+              members,
+              ...(rejected !== undefined ? { rejected: { known: rejected } } : {}),
+              grant: async (tx, oid) => {
+                const ctx = await this.grantContext(tx, catalog);
+                await this.applyGrants(
+                  tx,
+                  login,
+                  oid,
+                  this.desired(
+                    config,
+                    state,
+                    members.map((m) => m.role),
+                    catalog,
+                    ctx,
+                  ),
                   catalog,
-                  ctx,
-                ),
-                catalog,
-              );
-            },
-          }),
+                );
+              },
+            }),
+          ),
         );
         state.logins.set(login, {
           password: r.password,
@@ -479,8 +506,33 @@ export class ManagedRoles {
   ): Promise<number> {
     const held = await readHeldPrivileges(c, oid);
     const statements = grantDiff(role, held, desired, catalog);
-    if (statements.length > 0) await c.query(statements.join(';\n'));
-    return statements.length;
+    if (statements.length === 0) return 0;
+    await c.query('SAVEPOINT pgwarden_grants');
+    try {
+      await c.query(statements.join(';\n'));
+      await c.query('RELEASE SAVEPOINT pgwarden_grants');
+      return statements.length;
+    } catch (e) {
+      if (!GONE.has((e as { code?: string }).code ?? '')) throw e;
+      await c.query('ROLLBACK TO SAVEPOINT pgwarden_grants');
+    }
+    // An object of the catalog was dropped meanwhile (DDL behind pgwarden's back): one statement at
+    // a time, skipping those whose object is gone (a privilege on it is gone with it).
+    let applied = 0;
+    for (const sql of statements) {
+      await c.query('SAVEPOINT pgwarden_grant');
+      try {
+        await c.query(sql);
+        await c.query('RELEASE SAVEPOINT pgwarden_grant');
+        applied++;
+      } catch (e) {
+        if (!GONE.has((e as { code?: string }).code ?? '')) throw e;
+        await c.query('ROLLBACK TO SAVEPOINT pgwarden_grant');
+        this.o.logger.info({ event: 'grant-skipped', role, sql, err: (e as Error).message }, 'object gone');
+      }
+    }
+    await c.query('RELEASE SAVEPOINT pgwarden_grants');
+    return applied;
   }
 
   private async syncWith(c: pg.ClientBase, state: DatabaseState, config: Config, catalog: Catalog) {

@@ -57,8 +57,14 @@ export interface Skip {
   readonly reason: string;
 }
 
-/** The proxy config: the two roles of the demo on the three databases, the hidden columns denied SEE. */
-export function noninterferenceConfig(prefix: string): Record<string, unknown> {
+/**
+ * The proxy config: the two roles of the demo on the three databases, the hidden columns denied SEE;
+ * `roles` is the databases' roles mode (issue 17: `managed` makes PostgreSQL the second wall).
+ */
+export function noninterferenceConfig(
+  prefix: string,
+  roles: 'single' | 'managed' = 'single',
+): Record<string, unknown> {
   const dbs = (['a', 'b', 'c'] as const).map((s) => dbName(prefix, s));
   // `database: '*'`: one rule list for the three sides, so a refusal's DETAIL (which names the rule) reads alike.
   const rules = (actions: string[]) => [
@@ -82,6 +88,7 @@ export function noninterferenceConfig(prefix: string): Record<string, unknown> {
         d,
         {
           url: `postgres://pgwarden_app:\${PGWARDEN_UPSTREAM_PASSWORD}@127.0.0.1:\${PGWARDEN_UPSTREAM_PORT}/${d}`,
+          roles,
         },
       ]),
     ),
@@ -188,7 +195,11 @@ export class Harness {
   }
 
   /** Creates the databases on `server` and starts pgwarden in front of them. */
-  static async start(server: PgServer, prefix: string): Promise<Harness> {
+  static async start(
+    server: PgServer,
+    prefix: string,
+    opts: { roles?: 'single' | 'managed' } = {},
+  ): Promise<Harness> {
     await loadModule();
     await createNoninterferenceDatabases(server, prefix);
     const env = {
@@ -197,7 +208,7 @@ export class Harness {
       PGWARDEN_UPSTREAM_PASSWORD: DEMO_APP_PASSWORD,
     };
     const cfg = parseConfig(
-      YAML.stringify(noninterferenceConfig(prefix)),
+      YAML.stringify(noninterferenceConfig(prefix, opts.roles)),
       path.join(DEMO_DIR, 'pgwarden.yaml'),
       env,
     );
