@@ -117,6 +117,20 @@ function goals(r: Results): Goal[] {
       });
     }
   }
+  // Issue 17: a login per role set adds no per-statement work (managed vs single, same user).
+  for (const c of [1, 8]) {
+    for (const mode of ['simple', 'extended', 'prepared']) {
+      const single = row(c, mode, 'pgwarden masked')?.tps.median;
+      const managed = row(c, mode, 'pgwarden managed')?.tps.median;
+      const x = single && managed ? managed / single : undefined;
+      out.push({
+        what: `-c ${c} ${mode}, roles: managed / single (masked user): TPS`,
+        target: '≥ 0.95×',
+        value: ratio(x),
+        met: x === undefined ? undefined : x >= 0.95,
+      });
+    }
+  }
   const large = (t: string) => r.large.find((x) => x.target === t);
   const un = large('pgwarden unmasked');
   const ma = large('pgwarden masked');

@@ -14,6 +14,7 @@ import { ask, type Child, cpuNs, spawnChild, waitForPort } from './procs.js';
 import { type CacheRow, type LargeRow, type PgbenchRow, type Results, renderMarkdown } from './report.js';
 import {
   BENCH_DB,
+  BENCH_MANAGED_DB,
   type BenchDatabase,
   findBinary,
   makeWorkDir,
@@ -167,6 +168,13 @@ async function main(): Promise<void> {
       child: pgw,
       pgwarden: true,
     };
+    // The masked user again, on the same tables under roles: managed (a set login upstream).
+    const managed: Target = {
+      name: 'pgwarden managed',
+      endpoint: { ...pgwEndpoint, database: BENCH_MANAGED_DB, user: 'masked', password: PGW_USERS.masked },
+      child: pgw,
+      pgwarden: true,
+    };
     await waitForPort(pipePort);
     if (bouncer) {
       try {
@@ -179,7 +187,7 @@ async function main(): Promise<void> {
     await waitForPort(pgwPort);
 
     // 1. pgbench -S, targets interleaved round by round (order rotated each round).
-    const targets = [direct, pipeTarget, ...(bouncer ? [bouncer] : []), dba, masked];
+    const targets = [direct, pipeTarget, ...(bouncer ? [bouncer] : []), dba, masked, managed];
     const length = quick
       ? (clients: number) => ({ transactions: clients === 1 ? 600 : 300 })
       : () => ({ seconds: SECONDS });

@@ -13,6 +13,11 @@ import { type EmbeddedServer, freePort, startEmbeddedPostgres } from '../src/emb
 export const BENCH_DB = 'bench';
 /** Rows of the large-result table. */
 export const WIDE_ROWS = 100_000;
+/**
+ * The same database under `roles: managed` (issue 17): sessions log in as set logins. pgbench -S
+ * against it and against BENCH_DB side by side shows what a login per role set costs.
+ */
+export const BENCH_MANAGED_DB = 'bench_managed';
 /** pgwarden users: `dba` sees everything; `masked` has pgbench_accounts.filler and bench_wide.email hidden. */
 export const PGW_USERS = { dba: 'dba-bench', masked: 'masked-bench' } as const;
 
@@ -92,6 +97,10 @@ export function writePgwardenConfig(workDir: string, db: BenchDatabase, port: nu
       [BENCH_DB]: {
         url: `postgres://${DEMO_APP_ROLE}:${DEMO_APP_PASSWORD}@${db.server.host}:${db.server.port}/${BENCH_DB}`,
       },
+      [BENCH_MANAGED_DB]: {
+        url: `postgres://${DEMO_APP_ROLE}:${DEMO_APP_PASSWORD}@${db.server.host}:${db.server.port}/${BENCH_DB}`,
+        roles: 'managed',
+      },
     },
     users: {
       dba: { scram: createScramVerifier(PGW_USERS.dba) },
@@ -113,11 +122,11 @@ export function writePgwardenConfig(workDir: string, db: BenchDatabase, port: nu
       masked: {
         description: 'Reads the bench tables with one column of each hidden',
         tenants: ['u/masked'],
-        permissions: [
-          { effect: 'allow', actions: ['SELECT', 'SEE'], database: BENCH_DB },
-          hide('pgbench_accounts', 'filler'),
-          hide('bench_wide', 'email'),
-        ],
+        permissions: [BENCH_DB, BENCH_MANAGED_DB].flatMap((d) => [
+          { effect: 'allow', actions: ['SELECT', 'SEE'], database: d },
+          hide(d, 'pgbench_accounts', 'filler'),
+          hide(d, 'bench_wide', 'email'),
+        ]),
       },
     },
   };
@@ -126,8 +135,8 @@ export function writePgwardenConfig(workDir: string, db: BenchDatabase, port: nu
   return file;
 }
 
-function hide(table: string, column: string): Record<string, unknown> {
-  return { effect: 'deny', actions: ['SEE'], database: BENCH_DB, schema: 'public', table, column };
+function hide(database: string, table: string, column: string): Record<string, unknown> {
+  return { effect: 'deny', actions: ['SEE'], database, schema: 'public', table, column };
 }
 
 /** A PgBouncer (session pooling) configuration: its folder, port and the user to run it as. */

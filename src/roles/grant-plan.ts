@@ -1,4 +1,5 @@
 // The privileges a role set's login should hold, computed by asking the decision of src/policy per relation and column.
+import crypto from 'node:crypto';
 import pg from 'pg';
 import type { Catalog, CatalogRelation } from '../catalog/types.js';
 import type { Config } from '../policy/config-schema.js';
@@ -162,4 +163,30 @@ export function planGrants(input: GrantPlanInput): Set<PrivilegeKey> {
     if (any) out.add(schemaKey(rel.schema));
   }
   return out;
+}
+
+/**
+ * A digest of what grants are computed from in `catalog`: every relation's OID, names, kind, view
+ * definition, columns (name, attnum, type, generated-from, unique) and constraints. Two catalogs
+ * with the same digest give the same plans for the same policy, so a catalog read again after an
+ * unknown name (most often unchanged) needs no sync. Output: hex SHA-256.
+ */
+export function catalogDigest(catalog: Catalog): string {
+  const h = crypto.createHash('sha256');
+  const rels = [...catalog.relations.values()].sort((a, b) => a.oid - b.oid);
+  for (const r of rels) {
+    if (r.schema === 'pg_catalog' || r.schema === 'information_schema') continue;
+    h.update(
+      JSON.stringify([
+        r.oid,
+        r.schema,
+        r.name,
+        r.kind,
+        r.viewDefinition,
+        r.columns.map((c) => [c.name, c.attnum, c.typeOid, c.generatedFrom, c.unique]),
+        r.constraints ?? null,
+      ]),
+    );
+  }
+  return h.digest('hex');
 }

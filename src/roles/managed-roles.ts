@@ -5,6 +5,7 @@ import type { Catalog } from '../catalog/types.js';
 import type { Config } from '../policy/config-schema.js';
 import { databaseIsRuled } from '../policy/database-access.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
+import { policyVersion } from '../policy/policy-version.js';
 import { checkAction } from '../policy/rule-match.js';
 import { loadParser, majorOfServerVersion } from '../sql/parser.js';
 import {
@@ -14,7 +15,7 @@ import {
   touchRow,
   workspaceRows,
 } from './bookkeeping.js';
-import { isUnmanagedSchema, type PrivilegeKey, planGrants } from './grant-plan.js';
+import { catalogDigest, isUnmanagedSchema, type PrivilegeKey, planGrants } from './grant-plan.js';
 import {
   grantableOnly,
   grantDiff,
@@ -74,6 +75,8 @@ export const UNUSED_LOGIN_MS = 30 * DAY_MS;
 /** How often the sweep runs, and how soon a failed sync is tried again. */
 const SWEEP_EVERY_MS = 3_600_000;
 const RETRY_SYNC_MS = 5_000;
+/** A full sync at least this often, even when neither policy nor catalog changed (grants edited behind pgwarden). */
+const RESYNC_MS = 600_000;
 
 interface KnownLogin {
   password: string;
@@ -98,6 +101,8 @@ interface DatabaseState {
   chain: Promise<unknown>;
   /** The last reload's work (roles, retirements, sync): new sessions wait for it. */
   settled: Promise<void>;
+  /** What the last successful sync was computed from (policy version, catalog digest), and when. */
+  synced: { key: string; at: number } | undefined;
   retry: NodeJS.Timeout | undefined;
 }
 
@@ -149,6 +154,7 @@ export class ManagedRoles {
         failure: undefined,
         chain: Promise.resolve(),
         settled: Promise.resolve(),
+        synced: undefined,
         retry: undefined,
       };
       await this.admin(state, async (c) => {
@@ -296,12 +302,18 @@ export class ManagedRoles {
       return;
     }
     await this.serial(state, async () => {
+      const config = this.config as Config;
+      const key = `${policyVersion(config)}:${catalogDigest(cat)}`;
+      // Nothing grants are computed from changed since the last sync (a catalog read again after an
+      // unknown name, the TTL): skip it, but sync in full at least every RESYNC_MS.
+      if (!state.failure && state.synced?.key === key && Date.now() - state.synced.at < RESYNC_MS) return;
       try {
         const outcome = await retryTransient(() =>
-          this.admin(state, (c) => this.syncWith(c, state, this.config as Config, cat)),
+          this.admin(state, (c) => this.syncWith(c, state, config, cat)),
         );
         clearTimeout(state.retry);
         state.retry = undefined;
+        state.synced = { key, at: Date.now() };
         if (state.failure)
           this.o.logger.info({ event: 'grant-sync-recovered', database }, 'grant sync succeeded again');
         state.failure = undefined;
