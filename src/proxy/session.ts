@@ -357,7 +357,12 @@ export class ClientSession {
         // neither the role nor the reason. Capacity and availability errors pass as they are.
         const passes = ['53300', '57P03', '3D000', '08006'].includes(e.fields.code);
         this.log.error(
-          { event: 'upstream-login-failed', code: e.fields.code, message: e.fields.message, login: target.user },
+          {
+            event: 'upstream-login-failed',
+            code: e.fields.code,
+            message: e.fields.message,
+            login: target.user,
+          },
           'upstream login failed',
         );
         throw new ClientError(

@@ -1,7 +1,9 @@
 // Grants computed from the decision (issue 17), set login names, and the GRANT/REVOKE difference: no database needed.
+import fs from 'node:fs';
 import { beforeAll, describe, expect, test } from 'vitest';
+import YAML from 'yaml';
 import { catalogKey } from '../../../src/catalog/types.js';
-import { loadConfig } from '../../../src/policy/config-load.js';
+import { parseConfig } from '../../../src/policy/config-load.js';
 import type { Config } from '../../../src/policy/config-schema.js';
 import { catalogDigest, planGrants } from '../../../src/roles/grant-plan.js';
 import { grantDiff } from '../../../src/roles/grant-sync.js';
@@ -13,8 +15,13 @@ const catalog = loadDemoCatalog();
 let config: Config;
 beforeAll(async () => {
   await loadParser(15);
-  process.env.PGWARDEN_UPSTREAM_PASSWORD ??= 'x';
-  config = loadConfig('examples/demo/pgwarden.yaml').config;
+  const raw = YAML.parse(fs.readFileSync('examples/demo/pgwarden.yaml', 'utf8')) as Record<string, unknown>;
+  raw.env_file = undefined;
+  delete raw.env_file;
+  config = parseConfig(YAML.stringify(raw), 'pgwarden.yaml', {
+    PGWARDEN_UPSTREAM_PORT: '5432',
+    PGWARDEN_UPSTREAM_PASSWORD: 'x',
+  }).config;
 });
 
 function oidOf(table: string): number {
