@@ -92,7 +92,7 @@ export function knownStatements(): { stmts: Stmt[]; perSource: Record<string, nu
     ['corpus/noninterference', regressionCases()],
     ['corpus/analysis', yamlFiles('corpus/analysis').flatMap(fromYaml)],
     ['corpus/statements', yamlFiles('corpus/statements').flatMap(fromYaml)],
-    ['corpus/attacks.yaml', fromYaml('corpus/attacks.yaml')],
+    ['corpus/attacks', yamlFiles('corpus/attacks').flatMap(fromYaml)],
     ['corpus/policy', fromYaml('corpus/policy/demo.yaml')],
     ['parse-coverage.json', fromParseCoverage()],
     ['corpus/parse-coverage', fromYaml('corpus/parse-coverage/expected.yaml')],
