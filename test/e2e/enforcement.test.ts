@@ -1,8 +1,7 @@
 // Enforcement end to end (issue 5): masks, refusals, redaction, prepared statements, cursors, search_path, drivers.
-import pg from 'pg';
+import type pg from 'pg';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { DEMO_APP_PASSWORD } from '../../src/embedded/demo.js';
+import { describe, expect, test } from 'vitest';
 import { decodeDataRow, decodeRowDescription } from '../../src/wire/backend.js';
 import { BackendCode } from '../../src/wire/codes.js';
 import {
@@ -13,36 +12,11 @@ import {
   query,
   sync,
 } from '../../src/wire/frontend-encode.js';
-import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { ownerClient, useProxyFixture } from '../helpers/proxy-fixture.js';
 import { errorOf, RawClient, statusOf } from '../helpers/raw-client.js';
 
-let proxy: TestProxy;
-let alice: pg.Client;
-let bob: pg.Client;
-beforeAll(async () => {
-  proxy = await startTestProxy();
-  alice = await proxy.client('alice');
-  bob = await proxy.client('bob');
-});
-afterAll(async () => {
-  await alice.end();
-  await bob.end();
-  await proxy.close();
-});
-
-/** Direct to the upstream as the table owner (behind the proxy's back). */
-async function direct(): Promise<pg.Client> {
-  const { port } = inject('pg');
-  const c = new pg.Client({
-    host: '127.0.0.1',
-    port,
-    user: 'pgwarden_app',
-    password: DEMO_APP_PASSWORD,
-    database: 'demo',
-  });
-  await c.connect();
-  return c;
-}
+const fx = useProxyFixture({ users: ['alice', 'bob'] });
+const { users } = fx;
 
 async function refused(c: pg.Client, sql: string): Promise<pg.DatabaseError> {
   const e = await c.query(sql).then(
@@ -55,7 +29,7 @@ async function refused(c: pg.Client, sql: string): Promise<pg.DatabaseError> {
 
 describe('alice (analyst): masks', () => {
   test('select * masks email and ssn, NULL cells too', async () => {
-    const r = await alice.query('select * from users order by id');
+    const r = await users.alice.query('select * from users order by id');
     expect(r.rows.length).toBeGreaterThanOrEqual(12);
     for (const row of r.rows) {
       expect(row.email).toBe('*****');
@@ -70,14 +44,14 @@ describe('alice (analyst): masks', () => {
   });
 
   test('union all passes a hidden column through: masked', async () => {
-    const r = await alice.query('select name from users union all select secret from orgs');
+    const r = await users.alice.query('select name from users union all select secret from orgs');
     const values = r.rows.map((x) => x.name);
     expect(values).toContain('*****');
     expect(values.filter((v) => v === '*****').length).toBe(values.length);
   });
 
   test('a masked int column decodes as text (node-postgres, binary requested too)', async () => {
-    const c = await proxy.client('alice');
+    const c = await fx.proxy.client('alice');
     const r = await c.query({
       text: 'select id, ssn, org_id from users where id = $1',
       values: [1],
@@ -88,10 +62,12 @@ describe('alice (analyst): masks', () => {
   });
 
   test('RETURNING rows are masked (bob)', async () => {
-    await bob.query('begin');
-    const r = await bob.query("update users set email = 'x@example.com' where id = 5 returning id, email");
+    await users.bob.query('begin');
+    const r = await users.bob.query(
+      "update users set email = 'x@example.com' where id = 5 returning id, email",
+    );
     expect(r.rows).toEqual([{ id: 5, email: '*****' }]);
-    await bob.query('rollback');
+    await users.bob.query('rollback');
   });
 });
 
@@ -109,14 +85,14 @@ describe('alice (analyst): refusals with 42501', () => {
   ];
   for (const [sql, why] of cases) {
     test(sql, async () => {
-      const e = await refused(alice, sql);
+      const e = await refused(users.alice, sql);
       expect(e.code).toBe('42501');
       expect(e.message).toMatch(why);
     });
   }
 
   test('a refusal inside a transaction fails the transaction, as Postgres would', async () => {
-    const c = await proxy.client('alice');
+    const c = await fx.proxy.client('alice');
     await c.query('begin');
     await refused(c, 'select id from users order by ssn');
     const e = await refused(c, 'select 1');
@@ -127,7 +103,7 @@ describe('alice (analyst): refusals with 42501', () => {
   });
 
   test('nothing of a multi-statement string runs when one statement is refused', async () => {
-    const c = await proxy.client('bob');
+    const c = await fx.proxy.client('bob');
     const before = (await c.query('select count(*)::int as n from orders')).rows[0].n;
     const e = await refused(
       c,
@@ -140,17 +116,17 @@ describe('alice (analyst): refusals with 42501', () => {
   });
 
   test('alice may not write', async () => {
-    const e = await refused(alice, "update orders set note = 'x' where id = 1");
+    const e = await refused(users.alice, "update orders set note = 'x' where id = 1");
     expect(e.code).toBe('42501');
   });
 });
 
 describe('bob (support): writes and error redaction', () => {
   test('NOT NULL violation: no hidden value anywhere in the ErrorResponse', async () => {
-    const e = await refused(bob, 'update users set name = null where id = 5');
+    const e = await refused(users.bob, 'update users set name = null where id = 5');
     expect(e.code).toBe('23502');
     const all = JSON.stringify(e);
-    const d = await direct();
+    const d = await ownerClient();
     const row = (await d.query('select email, ssn from users where id = 5')).rows[0];
     await d.end();
     expect(all).not.toContain(row.ssn);
@@ -159,33 +135,33 @@ describe('bob (support): writes and error redaction', () => {
   });
 
   test('a data exception message becomes its condition name', async () => {
-    const e = await refused(bob, "update users set org_id = 'abc'::int where id = 5");
+    const e = await refused(users.bob, "update users set org_id = 'abc'::int where id = 5");
     expect(e.code).toBe('22P02');
     expect(e.message).toBe('invalid_text_representation');
   });
 
   test('a caller who does not see everything gets data exceptions by name, whatever the table', async () => {
     // The value could come from another table than the statement names (a cascade, a trigger).
-    const e = await refused(alice, "select 'abc'::int from orders where id = 1");
+    const e = await refused(users.alice, "select 'abc'::int from orders where id = 1");
     expect(e.code).toBe('22P02');
     expect(e.message).toBe('invalid_text_representation');
-    const dba = await proxy.client('dba');
+    const dba = await fx.proxy.client('dba');
     const d = await refused(dba, "select 'abc'::int from orders where id = 1");
     expect(d.message).toBe('invalid input syntax for type integer: "abc"');
     await dba.end();
   });
 
   test('writing a hidden column is allowed', async () => {
-    await bob.query('begin');
-    const r = await bob.query("update users set email = 'new@example.com' where id = 5");
+    await users.bob.query('begin');
+    const r = await users.bob.query("update users set email = 'new@example.com' where id = 5");
     expect(r.rowCount).toBe(1);
-    await bob.query('rollback');
+    await users.bob.query('rollback');
   });
 });
 
 describe('prepared statements, cursors, pipelines', () => {
   test('PREPARE / EXECUTE is masked', async () => {
-    const c = await proxy.client('alice');
+    const c = await fx.proxy.client('alice');
     await c.query('prepare p1 as select id, ssn from users where id = $1');
     const r = await c.query('execute p1(2)');
     expect(r.rows).toEqual([{ id: 2, ssn: '*****' }]);
@@ -193,7 +169,7 @@ describe('prepared statements, cursors, pipelines', () => {
   });
 
   test('DECLARE / FETCH is masked', async () => {
-    const c = await proxy.client('alice');
+    const c = await fx.proxy.client('alice');
     await c.query('begin');
     await c.query('declare cur cursor for select id, email from users order by id');
     const r = await c.query('fetch 2 from cur');
@@ -206,12 +182,12 @@ describe('prepared statements, cursors, pipelines', () => {
   });
 
   test('PREPARE of a refused statement is refused', async () => {
-    const e = await refused(alice, "prepare p2 as select id from users where ssn = '1'");
+    const e = await refused(users.alice, "prepare p2 as select id from users where ssn = '1'");
     expect(e.code).toBe('42501');
   });
 
   test('a refused Parse in a pipeline: the harmless one after it does not run, the connection stays usable', async () => {
-    const c = await RawClient.connect(proxy.port);
+    const c = await RawClient.connect(fx.proxy.port);
     await c.login({ user: 'alice', database: 'demo' }, 'alice');
     c.write(
       Buffer.concat([
@@ -239,7 +215,7 @@ describe('prepared statements, cursors, pipelines', () => {
   });
 
   test('Describe of a masked column reports text, binary results requested', async () => {
-    const c = await RawClient.connect(proxy.port);
+    const c = await RawClient.connect(fx.proxy.port);
     await c.login({ user: 'alice', database: 'demo' }, 'alice');
     c.write(
       Buffer.concat([
@@ -262,7 +238,7 @@ describe('prepared statements, cursors, pipelines', () => {
   });
 
   test('postgres.js (pipelined named statements) decodes masked columns as text', async () => {
-    const sql = postgres(proxy.url('alice'), { max: 1, prepare: true, onnotice: () => {} });
+    const sql = postgres(fx.proxy.url('alice'), { max: 1, prepare: true, onnotice: () => {} });
     try {
       const rows = await sql`select id, ssn, org_id from users where id = ${4}`;
       expect(rows[0]).toEqual({ id: 4, ssn: '*****', org_id: expect.any(Number) });
@@ -283,11 +259,11 @@ describe('prepared statements, cursors, pipelines', () => {
 
 describe('search_path and the catalog', () => {
   test('set search_path to a schema with its own users table resolves to it, also for a statement prepared before', async () => {
-    const dba = await proxy.client('dba');
+    const dba = await fx.proxy.client('dba');
     await dba.query('create schema alt');
     await dba.query('create table alt.users (id int, email text)');
     await dba.query("insert into alt.users values (1, 'alt@example.com')");
-    const c = await proxy.client('alice');
+    const c = await fx.proxy.client('alice');
     try {
       await c.query({ name: 'q', text: 'select email from users where id = $1', values: [1] });
       await c.query('set search_path to alt, public');
@@ -314,11 +290,11 @@ describe('search_path and the catalog', () => {
   });
 
   test("a table created behind the proxy's back and shadowing on the search path: refused, then right", async () => {
-    const d = await direct();
+    const d = await ownerClient();
     await d.query('create schema if not exists shadow');
     await d.query('create table if not exists shadow.users (id int, email text)');
     await d.query("insert into shadow.users values (1, 'shadow@example.com')");
-    const c = await proxy.client('alice');
+    const c = await fx.proxy.client('alice');
     try {
       await c.query('select 1');
       await c.query('set search_path to shadow, public');
@@ -340,9 +316,9 @@ describe('search_path and the catalog', () => {
   });
 
   test("a column added behind the proxy's back is never returned unmasked", async () => {
-    const c = await proxy.client('alice');
+    const c = await fx.proxy.client('alice');
     await c.query('select * from orgs');
-    const d = await direct();
+    const d = await ownerClient();
     await d.query('alter table orgs add column pin text');
     await d.query("update orgs set pin = 'pin-' || id");
     try {
@@ -367,7 +343,7 @@ describe('search_path and the catalog', () => {
   });
 
   test('FunctionCall is refused', async () => {
-    const c = await RawClient.connect(proxy.port);
+    const c = await RawClient.connect(fx.proxy.port);
     await c.login({ user: 'alice', database: 'demo' }, 'alice');
     // FunctionCall: Int32 function OID (1115 = now? any), Int16 0 formats, Int16 0 args, Int16 result format.
     const fc = Buffer.from([0x46, 0, 0, 0, 14, 0, 0, 0x04, 0x5b, 0, 0, 0, 0, 0, 0]);

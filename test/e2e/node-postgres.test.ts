@@ -3,27 +3,21 @@ import crypto from 'node:crypto';
 import net from 'node:net';
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { describe, expect, test } from 'vitest';
+import { useProxyFixture } from '../helpers/proxy-fixture.js';
 
-let proxy: TestProxy;
-beforeAll(async () => {
-  proxy = await startTestProxy();
-});
-afterAll(async () => {
-  await proxy.close();
-});
+const fx = useProxyFixture();
 
 describe('node-postgres through pgwarden', () => {
   test('simple query as alice returns the demo rows', async () => {
-    const c = await proxy.client('alice');
+    const c = await fx.proxy.client('alice');
     const r = await c.query('select count(*)::int as n from users');
     expect(r.rows[0].n).toBeGreaterThanOrEqual(12);
     await c.end();
   });
 
   test('extended protocol with parameters, and named prepared statements reused', async () => {
-    const c = await proxy.client('dba');
+    const c = await fx.proxy.client('dba');
     const r = await c.query('select name from users where id = $1', [3]);
     expect(r.rows).toEqual([{ name: 'Cleo Zeller' }]);
     for (const id of [1, 2, 4]) {
@@ -40,7 +34,7 @@ describe('node-postgres through pgwarden', () => {
   });
 
   test('an error inside a transaction, then recovery', async () => {
-    const c = await proxy.client('dba');
+    const c = await fx.proxy.client('dba');
     await c.query('begin');
     await expect(c.query('select 1/0')).rejects.toMatchObject({ code: '22012' });
     await expect(c.query('select 1')).rejects.toMatchObject({ code: '25P02' });
@@ -53,8 +47,8 @@ describe('node-postgres through pgwarden', () => {
   });
 
   test('LISTEN/NOTIFY between two clients', async () => {
-    const a = await proxy.client('dba');
-    const b = await proxy.client('dba');
+    const a = await fx.proxy.client('dba');
+    const b = await fx.proxy.client('dba');
     await a.query('listen pgw_channel');
     const got = new Promise<pg.Notification>((resolve) => a.on('notification', resolve));
     await b.query("notify pgw_channel, 'hello'");
@@ -66,14 +60,14 @@ describe('node-postgres through pgwarden', () => {
   });
 
   test('CancelRequest with our BackendKeyData cancels pg_sleep(10) within a second', async () => {
-    const c = await proxy.client('dba');
+    const c = await fx.proxy.client('dba');
     const key = c as unknown as { processID: number; secretKey: number };
     expect(key.processID).toBeGreaterThan(0);
     const started = Date.now();
     const q = c.query('select pg_sleep(10)');
     await new Promise((r) => setTimeout(r, 200));
     await new Promise<void>((resolve) => {
-      const s = net.connect(proxy.port, '127.0.0.1', () =>
+      const s = net.connect(fx.proxy.port, '127.0.0.1', () =>
         s.end(serialize.cancel(key.processID, key.secretKey)),
       );
       s.on('close', () => resolve());
@@ -86,11 +80,11 @@ describe('node-postgres through pgwarden', () => {
   });
 
   test('a wrong key cancels nothing', async () => {
-    const c = await proxy.client('dba');
+    const c = await fx.proxy.client('dba');
     const key = c as unknown as { processID: number; secretKey: number };
     const q = c.query('select pg_sleep(0.5) as slept');
     await new Promise<void>((resolve) => {
-      const s = net.connect(proxy.port, '127.0.0.1', () =>
+      const s = net.connect(fx.proxy.port, '127.0.0.1', () =>
         s.end(serialize.cancel(key.processID, key.secretKey ^ 1)),
       );
       s.on('close', () => resolve());
@@ -100,7 +94,7 @@ describe('node-postgres through pgwarden', () => {
   });
 
   test('a 100k-row result arrives whole', async () => {
-    const c = await proxy.client('dba');
+    const c = await fx.proxy.client('dba');
     const r = await c.query('select g, md5(g::text) as h, g * 2 as d from generate_series(1, 100000) g');
     expect(r.rowCount).toBe(100000);
     expect(r.rows[99999]).toEqual({
@@ -115,8 +109,8 @@ describe('node-postgres through pgwarden', () => {
   });
 
   test('a wrong password and an unknown user get the same 28P01', async () => {
-    const wrong = new pg.Client({ connectionString: proxy.url('alice', 'not-alice') });
-    const unknown = new pg.Client({ connectionString: proxy.url('mallory', 'x') });
+    const wrong = new pg.Client({ connectionString: fx.proxy.url('alice', 'not-alice') });
+    const unknown = new pg.Client({ connectionString: fx.proxy.url('mallory', 'x') });
     const e1 = await wrong.connect().then(
       () => null,
       (e: pg.DatabaseError) => e,
@@ -132,12 +126,12 @@ describe('node-postgres through pgwarden', () => {
   });
 
   test('an unknown database is 3D000 after authentication', async () => {
-    const c = new pg.Client({ connectionString: proxy.url('dba', 'dba', 'nope') });
+    const c = new pg.Client({ connectionString: fx.proxy.url('dba', 'dba', 'nope') });
     await expect(c.connect()).rejects.toMatchObject({ code: '3D000' });
   });
 
   test('writes go through and are visible (rolled back)', async () => {
-    const c = await proxy.client('dba');
+    const c = await fx.proxy.client('dba');
     await c.query('begin');
     const r = await c.query(
       "insert into orders (id, user_id, amount, note) values (9001, 1, 12.50, 'x') returning id",

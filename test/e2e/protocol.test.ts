@@ -1,31 +1,26 @@
 // The start-up phase and the proxy's own protocol answers, with bytes sent by hand.
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { BackendCode } from '../../src/wire/codes.js';
 import { gssencRequest, query, sslRequest, startupMessage } from '../../src/wire/frontend-encode.js';
-import { demoConfigObject, startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { demoConfigObject, startTestProxy } from '../helpers/proxy.js';
+import { useProxyFixture } from '../helpers/proxy-fixture.js';
 import { errorOf, RawClient, statusOf } from '../helpers/raw-client.js';
 
-let proxy: TestProxy;
-beforeAll(async () => {
-  proxy = await startTestProxy();
-});
-afterAll(async () => {
-  await proxy.close();
-});
+const fx = useProxyFixture();
 
 const alice = { user: 'alice', database: 'demo' };
 
 /** Asserts the proxy still serves a normal client. */
 async function stillServes(): Promise<void> {
-  const c = await proxy.client('alice');
+  const c = await fx.proxy.client('alice');
   expect((await c.query('select 1 as one')).rows[0].one).toBe(1);
   await c.end();
 }
 
 describe('start-up', () => {
   test('SSLRequest without TLS configured is answered N, then the StartupMessage works', async () => {
-    const c = await RawClient.connect(proxy.port);
+    const c = await RawClient.connect(fx.proxy.port);
     c.negotiate(sslRequest());
     await c.until(() => c.received().length >= 1);
     expect(c.received().subarray(0, 1).toString()).toBe('N');
@@ -35,7 +30,7 @@ describe('start-up', () => {
   });
 
   test('GSSENCRequest is answered N and a StartupMessage follows on the same connection', async () => {
-    const c = await RawClient.connect(proxy.port);
+    const c = await RawClient.connect(fx.proxy.port);
     c.negotiate(gssencRequest());
     await c.until(() => c.received().length >= 1);
     expect(c.received()[0]).toBe('N'.charCodeAt(0));
@@ -45,7 +40,7 @@ describe('start-up', () => {
   });
 
   test('login, ParameterStatus relayed, our BackendKeyData, ReadyForQuery idle', async () => {
-    const c = await RawClient.connect(proxy.port);
+    const c = await RawClient.connect(fx.proxy.port);
     const frames = await c.login(alice, 'alice');
     const codes = frames.map((f) => f.code);
     expect(codes).toContain(BackendCode.ParameterStatus);
@@ -58,7 +53,7 @@ describe('start-up', () => {
   });
 
   test('protocol 3.1 gets NegotiateProtocolVersion and goes on as 3.0', async () => {
-    const c = await RawClient.connect(proxy.port);
+    const c = await RawClient.connect(fx.proxy.port);
     c.write(
       startupMessage(
         new Map([
@@ -79,7 +74,7 @@ describe('start-up', () => {
   });
 
   test('replication connections are refused with 0A000', async () => {
-    const c = await RawClient.connect(proxy.port);
+    const c = await RawClient.connect(fx.proxy.port);
     const e = await c.login({ ...alice, replication: 'database' }, 'alice').then(
       () => null,
       (x) => x,
@@ -89,14 +84,14 @@ describe('start-up', () => {
   });
 
   test('a startup parameter that is not listed is refused; a listed one reaches the upstream', async () => {
-    const bad = await RawClient.connect(proxy.port);
+    const bad = await RawClient.connect(fx.proxy.port);
     const e = await bad.login({ ...alice, session_replication_role: 'replica' }, 'alice').then(
       () => null,
       (x) => x,
     );
     expect(e?.code).toBe('42501');
     const c = new pg.Client({
-      connectionString: proxy.url('dba'),
+      connectionString: fx.proxy.url('dba'),
       application_name: 'pgw-test',
       options: '-c statement_timeout=1234',
     });
@@ -109,7 +104,7 @@ describe('start-up', () => {
   });
 
   test('client_encoding other than UTF8 is refused at start-up', async () => {
-    const c = await RawClient.connect(proxy.port);
+    const c = await RawClient.connect(fx.proxy.port);
     const e = await c.login({ ...alice, client_encoding: 'SJIS' }, 'alice').then(
       () => null,
       (x) => x,
@@ -120,7 +115,7 @@ describe('start-up', () => {
 
 describe('malformed and oversized messages', () => {
   test('a length word under 4 gets FATAL 08P01 and the proxy survives', async () => {
-    const c = await RawClient.connect(proxy.port);
+    const c = await RawClient.connect(fx.proxy.port);
     await c.login(alice, 'alice');
     c.write(Buffer.from([0x51, 0, 0, 0, 2]));
     const err = errorOf(await c.next());
@@ -132,7 +127,7 @@ describe('malformed and oversized messages', () => {
   });
 
   test('a message over max_message_bytes gets FATAL 54000 before its body is read', async () => {
-    const c = await RawClient.connect(proxy.port);
+    const c = await RawClient.connect(fx.proxy.port);
     await c.login(alice, 'alice');
     const header = Buffer.from([0x51, 0, 0, 0, 0]);
     header.writeInt32BE(0x7ffffff0, 1);
@@ -144,7 +139,7 @@ describe('malformed and oversized messages', () => {
   });
 
   test('garbage instead of a startup packet', async () => {
-    const c = await RawClient.connect(proxy.port);
+    const c = await RawClient.connect(fx.proxy.port);
     c.write(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'));
     const err = errorOf(await c.next());
     expect(err.code).toBe('08P01');
@@ -153,13 +148,13 @@ describe('malformed and oversized messages', () => {
   });
 
   test('a client that closes mid-authentication leaves nothing behind', async () => {
-    const before = proxy.server.sessionCount();
-    const c = await RawClient.connect(proxy.port);
+    const before = fx.proxy.server.sessionCount();
+    const c = await RawClient.connect(fx.proxy.port);
     c.write(startupMessage(new Map(Object.entries(alice))));
     await c.next();
     c.end();
     await new Promise((r) => setTimeout(r, 200));
-    expect(proxy.server.sessionCount()).toBe(before);
+    expect(fx.proxy.server.sessionCount()).toBe(before);
   });
 });
 

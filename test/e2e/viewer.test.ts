@@ -1,11 +1,8 @@
 // Connecting on behalf of a viewer (issue 8): the viewer's roles only, pgwarden.* settings, RLS per viewer, audit.
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { DEMO_APP_PASSWORD } from '../../src/embedded/demo.js';
-import { demoConfigObject, startTestProxy, type TestProxy } from '../helpers/proxy.js';
-
-let proxy: TestProxy;
-const logLines: Record<string, unknown>[] = [];
+import { describe, expect, test } from 'vitest';
+import { demoConfigObject } from '../helpers/proxy.js';
+import { useProxyFixture } from '../helpers/proxy-fixture.js';
 
 function config(): Record<string, unknown> {
   const cfg = demoConfigObject();
@@ -26,7 +23,7 @@ function config(): Record<string, unknown> {
 
 async function asViewer(user: string, viewer: string, extra = ''): Promise<pg.Client> {
   const c = new pg.Client({
-    connectionString: proxy.url(user),
+    connectionString: fx.proxy.url(user),
     options: `-c pgwarden.viewer=${viewer}${extra}`,
   });
   await c.connect();
@@ -43,45 +40,22 @@ async function refusedAtConnect(user: string, viewer: string): Promise<pg.Databa
   )) as pg.DatabaseError;
 }
 
-beforeAll(async () => {
-  const { port } = inject('pg');
-  const d = new pg.Client({
-    host: '127.0.0.1',
-    port,
-    user: 'pgwarden_app',
-    password: DEMO_APP_PASSWORD,
-    database: 'demo',
-  });
-  await d.connect();
-  await d.query('drop table if exists regional');
-  await d.query('create table regional (id int primary key, region text not null)');
-  await d.query("insert into regional values (1, 'emea'), (2, 'amer'), (3, 'emea')");
+const fx = useProxyFixture({
+  config,
+  log: true,
   // The proxy logs in as the table owner: FORCE makes the policies apply to it too.
-  await d.query('alter table regional enable row level security');
-  await d.query('alter table regional force row level security');
-  await d.query(
-    "create policy emea on regional for select using (region = 'emea' and 'analyst' = any (string_to_array(current_setting('pgwarden.roles', true), ',')))",
-  );
-  await d.query(
-    "create policy amer on regional for select using (region = 'amer' and 'support' = any (string_to_array(current_setting('pgwarden.roles', true), ',')))",
-  );
-  await d.end();
-  proxy = await startTestProxy(config(), { logLines });
+  setup: `
+    drop table if exists regional;
+    create table regional (id int primary key, region text not null);
+    insert into regional values (1, 'emea'), (2, 'amer'), (3, 'emea');
+    alter table regional enable row level security;
+    alter table regional force row level security;
+    create policy emea on regional for select using (region = 'emea' and 'analyst' = any (string_to_array(current_setting('pgwarden.roles', true), ',')));
+    create policy amer on regional for select using (region = 'amer' and 'support' = any (string_to_array(current_setting('pgwarden.roles', true), ',')));
+  `,
+  teardown: 'drop table if exists regional',
 });
-afterAll(async () => {
-  await proxy.close();
-  const { port } = inject('pg');
-  const d = new pg.Client({
-    host: '127.0.0.1',
-    port,
-    user: 'pgwarden_app',
-    password: DEMO_APP_PASSWORD,
-    database: 'demo',
-  });
-  await d.connect();
-  await d.query('drop table if exists regional');
-  await d.end();
-});
+const { logLines } = fx;
 
 describe('a service principal reading as the viewer', () => {
   test('as alice: alice masks; as bob: bob may write', async () => {
@@ -139,7 +113,7 @@ describe('a service principal reading as the viewer', () => {
       code: '42501',
     });
     await c.end();
-    const dba = await proxy.client('dba');
+    const dba = await fx.proxy.client('dba');
     await expect(dba.query("set pgwarden.roles = 'analyst'")).rejects.toMatchObject({ code: '42501' });
     await expect(dba.query("set local pgwarden.identity = 'x'")).rejects.toMatchObject({ code: '42501' });
     await dba.end();
