@@ -1,6 +1,7 @@
 // Constraints as oracles: a write whose success or constraint error would answer a question about a hidden value is refused.
 // Corpus: corpus/attacks/constraints-as-oracles.yaml.
 import { describe, expect, test } from 'vitest';
+import { cascadeIntoCheckTables } from '../../helpers/ddl.js';
 import { inRollback, outcome, SSNS } from '../../helpers/outcomes.js';
 import { useProxyFixture } from '../../helpers/proxy-fixture.js';
 
@@ -21,12 +22,7 @@ const fx = useProxyFixture({
     insert into atk_constraints.gen values (1, 'Ada', '901-13-7919'), (2, 'Bram', '902-16-5838');
     create table atk_constraints.tree (id int primary key, name text, manager_id int references atk_constraints.tree (id));
     insert into atk_constraints.tree values (1, 'boss', null), (2, 'ada', 1), (3, 'bram', null);
-    create table atk_constraints.parent (id int primary key, name text);
-    insert into atk_constraints.parent values (1, 'p1'), (2, 'p2');
-    create table atk_constraints.child (id int primary key,
-                                        parent_id int references atk_constraints.parent (id) on update cascade,
-                                        secret text, check (parent_id < 100 or secret is null));
-    insert into atk_constraints.child values (1, 1, 'child-secret-1'), (2, 2, null);
+    ${cascadeIntoCheckTables('atk_constraints')}
     create table atk_people (id int primary key, name text not null, ssn text, org_id int,
                              check (ssn is not null or org_id is not null));
     create unique index atk_people_name on atk_people (name) where ssn is not null;

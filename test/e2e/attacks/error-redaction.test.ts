@@ -2,6 +2,7 @@
 // Corpus: corpus/attacks/error-redaction.yaml.
 import type pg from 'pg';
 import { describe, expect, test } from 'vitest';
+import { cascadeIntoCheckTables } from '../../helpers/ddl.js';
 import { useProxyFixture } from '../../helpers/proxy-fixture.js';
 
 const fx = useProxyFixture({
@@ -9,12 +10,7 @@ const fx = useProxyFixture({
   setup: `
     drop schema if exists atk_redaction cascade;
     create schema atk_redaction;
-    create table atk_redaction.parent (id int primary key, name text);
-    insert into atk_redaction.parent values (1, 'p1'), (2, 'p2');
-    create table atk_redaction.child (id int primary key,
-                                      parent_id int references atk_redaction.parent (id) on update cascade,
-                                      secret text, check (parent_id < 100 or secret is null));
-    insert into atk_redaction.child values (1, 1, 'child-secret-1'), (2, 2, null);
+    ${cascadeIntoCheckTables('atk_redaction')}
   `,
   hidden: [{ schema: 'atk_redaction', table: 'child', column: 'secret' }],
   teardown: 'drop schema if exists atk_redaction cascade',
