@@ -12,8 +12,9 @@ function blocks(lang: string): string[] {
 }
 
 describe('README', () => {
-  test('nothing in it runs npx (no package of that name is ours to fetch)', () => {
+  test('nothing in it, nor in the MCP README it links, runs npx (no package of that name is ours to fetch)', () => {
     expect(README).not.toMatch(/\bnpx\b/);
+    expect(fs.readFileSync(path.join(ROOT, 'src/mcp/README.md'), 'utf8')).not.toMatch(/\bnpx\b/);
   });
 
   test('the MCP snippet runs bin/pgwarden.js and its config by absolute paths', () => {
