@@ -21,11 +21,14 @@ const fail = (exitCode: 1 | 2, message: string): PolicyOutcome => ({
   stderr: `pgwarden policy: ${message}\n`,
 });
 
-/** Opens the store the config names; an outcome to print when there is none or it cannot be reached. */
+/**
+ * Opens the store the config names; an outcome to print when there is none or it cannot be reached.
+ * Only the store is read, so the variables of the databases' URLs need not be set.
+ */
 async function openStore(configFile: string): Promise<PolicyStore | PolicyOutcome> {
   let url: string | undefined;
   try {
-    url = loadConfig(configFile).config.policy_store;
+    url = loadConfig(configFile, process.env, { needsUpstream: false }).config.policy_store;
   } catch (e) {
     if (e instanceof ConfigError) return { exitCode: 2, stdout: '', stderr: `${e.message}\n` };
     throw e;

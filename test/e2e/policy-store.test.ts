@@ -48,7 +48,7 @@ describe('policy store', () => {
   test('migrations run once; import of the demo policy, then export, then import again changes nothing', async () => {
     const imported = await policyImport({ config: configFile, file: DEMO_CONFIG_FILE });
     expect(imported.stderr).toContain(
-      "left out (they stay in each instance's own config): listen, mode, demo, databases, keys_file",
+      "left out (they stay in each instance's own config): listen, mode, demo, env_file, databases, keys_file",
     );
     expect(imported.stderr).toContain('users.alice: plain password stored as a SCRAM verifier');
     expect(imported.stdout).toMatch(/^imported as version 1 \(epoch [0-9a-f]{16}; 8 changes\)\n$/);
