@@ -19,8 +19,9 @@ async function superuser(database = 'demo'): Promise<pg.Client> {
 
 let proxy: TestProxy;
 let admin: pg.Client;
+const logLines: Record<string, unknown>[] = [];
 beforeAll(async () => {
-  proxy = await startTestProxy(managedDemo());
+  proxy = await startTestProxy(managedDemo(), { logLines });
   admin = await superuser();
 });
 afterAll(async () => {
@@ -61,6 +62,19 @@ describe('roles: managed', () => {
     } finally {
       await c.end();
     }
+  });
+
+  test('the audit line names the set login', async () => {
+    const c = await proxy.client('alice');
+    let login: string;
+    try {
+      login = (await c.query('select current_user as u')).rows[0].u as string;
+      await c.query('select id from orgs order by id limit 1');
+    } finally {
+      await c.end();
+    }
+    const line = logLines.find((l) => l.audit === true && String(l.sql).includes('from orgs'));
+    expect(line).toMatchObject({ identity: 'alice', login, decision: 'allowed' });
   });
 
   test('a MANAGE role logs in as the url login', async () => {
