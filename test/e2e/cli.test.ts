@@ -223,5 +223,6 @@ describe('pgwarden demo (npm start)', () => {
     expect(lines.filter((l) => l.trimStart().startsWith('{'))).toEqual([]);
     expect(err).toContain('embedded PostgreSQL 15 ready');
     expect(err.match(/INFO.*: statement/g)?.length).toBeGreaterThanOrEqual(2);
-  });
+    // Starting PostgreSQL and three child processes takes minutes on a loaded machine.
+  }, 240_000);
 });
