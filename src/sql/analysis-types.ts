@@ -114,6 +114,11 @@ export type SessionEffect =
       readonly move: boolean;
     };
 
+/** A base column a plan node could read, at the (character) location of the first reference reaching it. */
+export interface PlanRead extends ColumnRef {
+  readonly location: number;
+}
+
 /** Statement kinds (seed 004's actions, plus session control that needs no permission). */
 export type StatementKind = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE' | 'MERGE' | 'MANAGE' | 'SESSION';
 
@@ -143,6 +148,18 @@ export interface StatementAnalysis {
   /** `schema.name` of catalog relations (pg_catalog, information_schema) read. */
   readonly catalogRelations: readonly string[];
   readonly sessionEffects: readonly SessionEffect[];
+  /**
+   * Every base column some plan node of the statement could read — whatever any reference
+   * reaches, CTE and subquery outputs nobody references and view bodies included — for EXPLAIN,
+   * which shows each node's width (absent: none).
+   */
+  readonly planReads?: readonly PlanRead[];
+  /**
+   * The table and view columns the statement's references bind to, as Postgres's parser binds
+   * them (pg_depend of a view of the statement lists the same): the resolution differential's
+   * side (absent: none).
+   */
+  readonly boundColumns?: readonly ColumnRef[];
   /** Set when the statement cannot be vouched for; the whole string is then refused. */
   readonly refusal?: AnalysisRefusal;
 }

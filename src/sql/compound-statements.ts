@@ -31,6 +31,8 @@ function manageWithQuery(ctx: StatementContext, reason: string, inner: Statement
     uses: outputsToCompute(inner.uses, reason),
     functions: inner.functions,
     catalogRelations: inner.catalogRelations,
+    ...(inner.planReads ? { planReads: inner.planReads } : {}),
+    ...(inner.boundColumns ? { boundColumns: inner.boundColumns } : {}),
   };
   if (inner.refusal) return { ...base, refusal: inner.refusal };
   if (inner.sessionEffects.length > 0) {
@@ -47,7 +49,9 @@ function manageWithQuery(ctx: StatementContext, reason: string, inner: Statement
  * functions and catalog relations; EXPLAIN ANALYZE runs it). No result columns (it returns plan
  * text), and the inner `output` uses become `compute` uses: the plan shows each output's average
  * width (pg_statistic), and EXPLAIN ANALYZE its sort and hash memory, both of which follow the
- * values; every other use stays (a row estimate for `WHERE ssn = '…'` answers from statistics).
+ * values; every other use stays (a row estimate for `WHERE ssn = '…'` answers from statistics);
+ * and every base column some plan node could read (planReads) is a `compute` use in `EXPLAIN
+ * plan`: each node shows the width of what it reads.
  * Refused 0A000: EXPLAIN EXECUTE (and any session-control statement), and an explained statement
  * that changes search_path.
  */
@@ -83,6 +87,18 @@ export function explainStatement(n: Fields, ctx: StatementContext): StatementAna
   // Plain EXPLAIN prints each output's average width, pg_statistic's avg_width of the column
   // (attack corpus 2): the outputs are read there too.
   const uses = outputsToCompute(inner.uses, analyzed ? 'EXPLAIN ANALYZE output' : 'EXPLAIN output');
+  // Every plan node prints its width, pg_statistic's avg_width of what it reads: a materialized
+  // CTE or a subquery scan shows a hidden column's width even when nothing above it reads the
+  // column (issue 13). Every base column a node could read is read by EXPLAIN.
+  for (const r of inner.planReads ?? [])
+    uses.push({
+      use: 'compute',
+      context: 'EXPLAIN plan',
+      location: r.location,
+      schema: r.schema,
+      table: r.table,
+      column: r.column,
+    });
   return {
     ...emptyAnalysis(ctx, inner.kind),
     requirements: inner.requirements,

@@ -3,8 +3,10 @@
 import type { Catalog } from '../catalog/types.js';
 import type {
   AnalysisRefusal,
+  ColumnRef,
   ColumnUse,
   FunctionCall,
+  PlanRead,
   Requirement,
   ResultColumn,
 } from './analysis-types.js';
@@ -29,6 +31,10 @@ export interface QueryAnalyzerResult {
   readonly uses: readonly ColumnUse[];
   readonly functions: readonly FunctionCall[];
   readonly catalogRelations: readonly string[];
+  /** Every base column a plan node could read (EXPLAIN); absent: none. */
+  readonly planReads?: readonly PlanRead[];
+  /** The table and view columns references bind to, as Postgres's parser binds them; absent: none. */
+  readonly boundColumns?: readonly ColumnRef[];
   readonly refusal?: AnalysisRefusal;
 }
 

@@ -111,6 +111,10 @@ export function analyzeRowStatement(
     uses,
     functions,
     catalogRelations: result.catalogRelations,
+    planReads: (result.planReads ?? [])
+      .filter((c) => !CATALOG_SCHEMAS.has(c.schema))
+      .map((c) => ({ ...c, location: toChar(c.location) })),
+    boundColumns: result.boundColumns ?? [],
   };
   if (result.refusal) {
     const r = result.refusal;

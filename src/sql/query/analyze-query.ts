@@ -2,8 +2,10 @@
 import type { Catalog } from '../../catalog/types.js';
 import type {
   AnalysisRefusal,
+  ColumnRef,
   ColumnUse,
   FunctionCall,
+  PlanRead,
   Requirement,
   ResultColumn,
 } from '../analysis-types.js';
@@ -30,6 +32,10 @@ export interface QueryResult {
   uses: ColumnUse[];
   functions: FunctionCall[];
   catalogRelations: string[];
+  /** Every base column a plan node could read, with a location (QueryState.planReads). */
+  planReads: PlanRead[];
+  /** The table and view columns references bind to, as Postgres's parser binds them (QueryState.boundColumns). */
+  boundColumns: ColumnRef[];
   refusal?: AnalysisRefusal;
 }
 
@@ -89,6 +95,8 @@ export function analyzeQuery(nodeType: QueryNodeType, node: unknown, ctx: QueryC
     uses: distinctUses(state.uses),
     functions: state.functions,
     catalogRelations: [...state.catalogRelations],
+    planReads: [...state.planReads.values()],
+    boundColumns: [...state.boundColumns.values()],
     ...(refusal ? { refusal } : {}),
   };
 }

@@ -64,6 +64,20 @@ function resolveBareColumn(scope: Scope, name: string, location: number): Resolv
   return undefined;
 }
 
+/**
+ * Whether a bare `name` is a column of a FROM item at `scope`'s own level, not searching outer
+ * levels: `yes`, `no`, or `maybe` when only a function whose columns the catalog does not
+ * describe could hold it. Throws 42702 when two items at this level hold it (colNameToVar).
+ * Source: Postgres findTargetlistEntrySQL92 for GROUP BY (`colNameToVar(pstate, name, true, …)`:
+ * local FROM columns, then output names, then outer levels).
+ */
+export function localColumn(scope: Scope, name: string, location: number): 'yes' | 'no' | 'maybe' {
+  const { hits, open } = matchesAtLevel(scope, name, location);
+  if (hits.length > 1) throw new QueryRefusal('42702', `column reference "${name}" is ambiguous`, location);
+  if (hits.length === 1) return 'yes';
+  return open ? 'maybe' : 'no';
+}
+
 function columnOf(item: FromItem, name: string, location: number): Resolved {
   const cols = item.columns.filter((c) => c.name === name);
   if (cols.length > 1)

@@ -3,10 +3,11 @@ import type { TestClause } from '../analysis-types.js';
 import { BUILTIN_OPERATOR_NAMES } from './builtin-operators.js';
 import { resolveFunction } from './catalog-names.js';
 import { type Resolved, resolveColumnRef } from './column-ref.js';
-import { QueryRefusal, unsupported } from './errors.js';
+import { unsupported } from './errors.js';
 import { consume, consumeWholeRow, type Lineage, requireSelect } from './lineage.js';
 import { list, loc, type NodeName, names, type Obj, obj, str, unwrap } from './node-kinds.js';
-import type { FromItem, Scope } from './scope.js';
+import { rowFieldLineage, rowItems } from './row-fields.js';
+import type { Scope } from './scope.js';
 import { analyzeSubquery } from './select.js';
 import { type Mode, nested, type QueryState, testIn } from './state.js';
 
@@ -47,13 +48,6 @@ export function referenceResolved(env: Env, r: Resolved, mode: Mode, location: n
   for (const item of items) consumeWholeRow(state, item, location);
 }
 
-/** The FROM item a resolved reference stands for as a row, if it is one (`u`, or a column holding `u`). */
-function rowItem(r: Resolved): FromItem | null {
-  if (r.kind === 'row') return r.item;
-  if (r.kind === 'column') return r.column.lineage.rowOf;
-  return null;
-}
-
 /**
  * The lineage of a plain reference (`c`, `t.c`, `(t).c`, `t` as a whole row), with its
  * requirement recorded but no use; null when `node` is anything else (an expression).
@@ -74,14 +68,10 @@ export function plainReference(env: Env, node: unknown): Lineage | null {
     if (ik !== 'String') return null;
     const argBody = obj(arg.ColumnRef) ?? {};
     const r = resolveColumnRef(env.scope, argBody, loc(argBody));
-    const item = rowItem(r);
-    if (!item) return null;
-    const field = str(ib.sval);
-    const col = item.columns.find((c) => c.name === field);
-    if (!col) throw new QueryRefusal('42703', `column "${field}" not found in data type`, loc(argBody));
-    const l = lineageOfResolved(env, { kind: 'column', item, column: col }, loc(argBody));
+    const items = rowItems(r);
+    if (items.length === 0) return null;
     // (t).c is the column itself; a field of a row carried in a column is a FieldSelect, no origin.
-    return l && r.kind === 'column' ? { ...l, origin: { tableOid: 0, attnum: 0 } } : l;
+    return rowFieldLineage(env.state, r, items, str(ib.sval), loc(argBody));
   }
   return null;
 }
@@ -100,7 +90,7 @@ function lineageOfResolved(env: Env, r: Resolved, location: number): Lineage | n
     return {
       sources: [],
       deferred: [],
-      rowOf: r.item,
+      rows: [r.item],
       origin: rel ? { tableOid: rel.oid, attnum: 0 } : { tableOid: 0, attnum: 0 },
       requires: null,
     };
@@ -187,18 +177,17 @@ function indirection(env: Env, body: Obj, mode: Mode): void {
   if (arg && 'ColumnRef' in arg && ind.length > 0) {
     const argBody = obj(arg.ColumnRef) ?? {};
     const r = resolveColumnRef(env.scope, argBody, loc(argBody));
-    const item = rowItem(r);
+    const items = rowItems(r);
     const [k0, b0] = unwrap(ind[0]);
-    if (item && k0 === 'String') {
-      // (u).ssn is a reference to the column ssn of u (DESIGN.md "Column uses").
-      const field = str(b0.sval);
-      const col = item.columns.find((c) => c.name === field);
-      if (!col) throw new QueryRefusal('42703', `column "${field}" not found in data type`, loc(argBody));
+    if (items.length > 0 && k0 === 'String') {
+      // (u).ssn is a reference to the column ssn of u, and (x).ssn one to ssn of every row x
+      // carries (DESIGN.md "Column uses").
+      const l = rowFieldLineage(env.state, r, items, str(b0.sval), loc(argBody));
       const m = ind.length === 1 ? mode : nested(mode, 'field selection');
-      referenceResolved(env, { kind: 'column', item, column: col }, m, loc(argBody));
+      consume(env.state, l, m, loc(argBody));
       rest = ind.slice(1);
-    } else if (item && k0 === 'A_Star') {
-      referenceResolved(env, { kind: 'row', item }, mode, loc(argBody));
+    } else if (items.length > 0 && k0 === 'A_Star') {
+      referenceResolved(env, r, mode, loc(argBody));
       rest = ind.slice(1);
     } else {
       referenceResolved(env, r, nested(mode, 'field selection'), loc(argBody));

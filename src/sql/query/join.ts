@@ -3,7 +3,7 @@ import type { TestClause } from '../analysis-types.js';
 import { QueryRefusal } from './errors.js';
 import { type Env, walkExpr } from './expression.js';
 import { type FromResult, fromItem } from './from-clause.js';
-import { computedFrom, consume, type Lineage, passUp, requireSelect } from './lineage.js';
+import { computedFrom, consume, type Lineage, requireSelect } from './lineage.js';
 import { names, type Obj, obj, str } from './node-kinds.js';
 import { renameColumns } from './relation-item.js';
 import type { FromItem, ItemColumn, NsItem, Scope } from './scope.js';
@@ -65,14 +65,13 @@ export function joinItem(state: QueryState, level: Scope, body: Obj): FromResult
     let lineage: Lineage;
     if (jointype === 'JOIN_FULL')
       lineage = computedFrom(state, [l.lineage, r.lineage], 'FULL JOIN merged column', location);
-    else lineage = passUp(jointype === 'JOIN_RIGHT' ? r.lineage : l.lineage);
+    else lineage = jointype === 'JOIN_RIGHT' ? r.lineage : l.lineage;
     merged.push({ name, lineage });
   }
   const commonSet = new Set(common);
-  const rest = (side: FromItem): ItemColumn[] =>
-    side.columns
-      .filter((c) => !commonSet.has(c.name))
-      .map((c) => ({ name: c.name, lineage: passUp(c.lineage) }));
+  // The join's columns are its sides' columns (the same Vars): a reference through the join
+  // needs SELECT on the column it reaches, as a reference to the side would.
+  const rest = (side: FromItem): ItemColumn[] => side.columns.filter((c) => !commonSet.has(c.name));
   const alias = obj(body.alias);
   const joined: FromItem = {
     refname: alias ? str(alias.aliasname) : '',

@@ -10,7 +10,8 @@ import { type BaseColumn, type Mode, nested, type QueryState } from './state.js'
  * - `deferred`: uses recorded inside an expression that computes it, replayed wherever the column
  *   is referenced (Postgres drops an unreferenced subquery output that calls nothing volatile:
  *   remove_unused_subquery_outputs);
- * - `rowOf`: the column is a whole row of a FROM item (`SELECT u AS r FROM users u`);
+ * - `rows`: the column holds whole rows of these FROM items (`SELECT u AS r FROM users u`; one
+ *   item per merged branch: UNION ALL, VALUES rows, a recursive CTE's terms);
  * - `origin`: the RowDescription origin Postgres reports when this column is output as is.
  * - `requires`: the SELECT requirement a reference to it adds: a base or view column, or (for a
  *   system column, system-columns.ts) its table.
@@ -18,7 +19,7 @@ import { type BaseColumn, type Mode, nested, type QueryState } from './state.js'
 export interface Lineage {
   readonly sources: readonly BaseColumn[];
   readonly deferred: readonly ColumnUse[];
-  readonly rowOf: FromItem | null;
+  readonly rows: readonly FromItem[];
   readonly origin: ColumnOrigin;
   readonly requires: ColumnRef | TableRef | null;
 }
@@ -32,9 +33,12 @@ export interface TableRef {
 
 /**
  * Adds the SELECT requirement a reference to a column with lineage `l` makes: column-level for a
- * base or view column, table-level for a system column, nothing for a derived one.
+ * base or view column, table-level for a system column, nothing for a derived one. Notes every
+ * base column the lineage reaches as a plan read (QueryState.planReads).
  */
 export function requireSelect(state: QueryState, l: Lineage, reason: string, location: number): void {
+  for (const s of l.sources) state.noteRead(s, location);
+  for (const u of l.deferred) if (u.use !== 'whole-row') state.noteRead(u, location);
   const r = l.requires;
   if (!r) return;
   if (r.column === undefined) state.requireTable('SELECT', r.schema, r.table, reason, location);
@@ -48,7 +52,7 @@ export const NO_ORIGIN: ColumnOrigin = { tableOid: 0, attnum: 0 };
 export const UNTRACEABLE: Lineage = {
   sources: [],
   deferred: [],
-  rowOf: null,
+  rows: [],
   origin: NO_ORIGIN,
   requires: null,
 };
@@ -58,7 +62,7 @@ export function baseLineage(col: BaseColumn): Lineage {
   return {
     sources: [col],
     deferred: [],
-    rowOf: null,
+    rows: [],
     origin: { tableOid: col.tableOid, attnum: col.attnum },
     requires: { schema: col.schema, table: col.table, column: col.column },
   };
@@ -66,7 +70,7 @@ export function baseLineage(col: BaseColumn): Lineage {
 
 /** The same lineage as seen from an enclosing query (requirement already made inside it). */
 export function passUp(l: Lineage, origin: ColumnOrigin = l.origin): Lineage {
-  return { sources: l.sources, deferred: l.deferred, rowOf: l.rowOf, origin, requires: null };
+  return { sources: l.sources, deferred: l.deferred, rows: l.rows, origin, requires: null };
 }
 
 function useKey(u: ColumnUse): string {
@@ -98,8 +102,19 @@ export function mergeLineages(ls: readonly Lineage[], origin: ColumnOrigin = NO_
       }
     }
   }
-  const rowOf = ls.length === 1 ? (ls[0]?.rowOf ?? null) : null;
-  return { sources, deferred, rowOf, origin, requires: null };
+  // Whole rows survive the merge: a branch carrying `u` makes the merged column carry `u` too.
+  const rows: FromItem[] = [];
+  const seenRows = new Set<string>();
+  for (const l of ls) {
+    for (const r of l.rows) {
+      const k = rowKey(r);
+      if (!seenRows.has(k)) {
+        seenRows.add(k);
+        rows.push(r);
+      }
+    }
+  }
+  return { sources, deferred, rows, origin, requires: null };
 }
 
 /** A lineage whose every source flows through an expression: its uses become compute uses, deferred. */
@@ -112,16 +127,40 @@ export function computedFrom(
   const { uses } = state.collect(() => {
     for (const l of ls) consume(state, l, { kind: 'compute', context }, location);
   });
-  return { sources: [], deferred: uses, rowOf: null, origin: NO_ORIGIN, requires: null };
+  return { sources: [], deferred: uses, rows: [], origin: NO_ORIGIN, requires: null };
 }
 
-/** Whether two lineages carry the same sources and deferred uses (the recursive CTE fixpoint test). */
+const rowKeys = new WeakMap<FromItem, string>();
+
+/**
+ * A structural key for a FROM item carried as a row value: the base relation's OID, or for a
+ * derived item its columns' names and lineage keys (a recursive term makes new items each pass,
+ * so identity cannot tell whether the fixpoint is reached).
+ */
+function rowKey(item: FromItem): string {
+  const hit = rowKeys.get(item);
+  if (hit !== undefined) return hit;
+  const k = item.base
+    ? `base:${item.base.oid}`
+    : `derived:${item.refname}(${item.columns.map((c) => `${c.name}=${lineageKey(c.lineage)}`).join(',')})`;
+  rowKeys.set(item, k);
+  return k;
+}
+
+/** A key of a lineage's sources, deferred uses and rows, order-insensitive. */
+function lineageKey(l: Lineage): string {
+  const s = l.sources.map((x) => `${x.schema}.${x.table}.${x.column}`).sort();
+  const d = l.deferred.map(useKey).sort();
+  const r = l.rows.map(rowKey).sort();
+  return `[${s.join(';')}|${d.join(';')}|${r.join(';')}]`;
+}
+
+/**
+ * Whether two lineages carry the same sources, deferred uses and whole rows (the recursive CTE
+ * fixpoint test: a row carried only by the recursive term must keep the passes going).
+ */
 export function sameLineage(a: Lineage, b: Lineage): boolean {
-  if (a.sources.length !== b.sources.length || a.deferred.length !== b.deferred.length) return false;
-  const ka = new Set(a.sources.map((s) => `${s.schema}.${s.table}.${s.column}`));
-  if (!b.sources.every((s) => ka.has(`${s.schema}.${s.table}.${s.column}`))) return false;
-  const ua = new Set(a.deferred.map(useKey));
-  return b.deferred.every((u) => ua.has(useKey(u)));
+  return lineageKey(a) === lineageKey(b);
 }
 
 /**
@@ -144,7 +183,7 @@ export function consume(state: QueryState, l: Lineage, mode: Mode, location: num
       });
     } else state.sink.push(u);
   }
-  if (l.rowOf) consumeWholeRow(state, l.rowOf, location);
+  for (const r of l.rows) consumeWholeRow(state, r, location);
 }
 
 /**

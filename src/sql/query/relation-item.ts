@@ -80,6 +80,7 @@ export function rangeVarItem(state: QueryState, scope: Scope, rv: Obj): FromItem
   const relname = str(rv.relname);
   if (!rv.schemaname) {
     const cte = findCte(scope, relname);
+    if (cte?.pending) throw new QueryRefusal('42P19', cte.pending, loc(rv));
     if (cte) {
       const refname = alias ? str(alias.aliasname) : relname;
       const cols = cte.columns.map((c) => ({ name: c.name, lineage: passUp(c.lineage) }));

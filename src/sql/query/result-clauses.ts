@@ -1,7 +1,7 @@
 // GROUP BY, ORDER BY, DISTINCT [ON]: Postgres's rules for ordinals, output names and input names.
 import type { TestClause } from '../analysis-types.js';
-import { resolveColumnRef } from './column-ref.js';
-import { QueryRefusal } from './errors.js';
+import { localColumn } from './column-ref.js';
+import { QueryRefusal, unsupported } from './errors.js';
 import { type Env, walkExpr } from './expression.js';
 import { consume } from './lineage.js';
 import { list, loc, type Obj, str, unwrap } from './node-kinds.js';
@@ -38,16 +38,6 @@ function byOrdinal(
   consume(env.state, c.lineage, { kind: 'test', clause }, location);
 }
 
-/** Whether some FROM item visible from the scope has a column named `name` (GROUP BY's input-first rule). */
-function isInputColumn(env: Env, name: string, location: number): boolean {
-  try {
-    return resolveColumnRef(env.scope, { fields: [{ String: { sval: name } }] }, location).kind === 'column';
-  } catch (e) {
-    if (e instanceof QueryRefusal && e.sqlstate === '42703') return false;
-    throw e;
-  }
-}
-
 /**
  * One ORDER BY or DISTINCT ON item (SQL92 rules, findTargetlistEntrySQL92): an integer names a
  * result column; a bare name is a result column first, then an input column; anything else is an
@@ -70,8 +60,12 @@ export function sortItem(env: Env, out: readonly OutColumn[], node: unknown, cla
 }
 
 /**
- * One GROUP BY item: an integer names a result column; a bare name is an input column first and
- * only then a result column (Postgres's GROUP BY rule); grouping sets, ROLLUP and CUBE recurse.
+ * One GROUP BY item: an integer names a result column; a bare name is an input column of this
+ * level first, then a result column, and only then an outer query's column (Postgres 7.4.3's
+ * rule in findTargetlistEntrySQL92: `GROUP BY x` where x is an output alias here and a column of
+ * an outer query groups by the alias); grouping sets, ROLLUP and CUBE recurse.
+ * Throws 0A000 when only a function whose columns the catalog does not describe could hold the
+ * name and a result column carries it too (pgwarden cannot tell which Postgres groups by).
  */
 export function groupItem(env: Env, out: readonly OutColumn[], node: unknown): void {
   const [k, b] = unwrap(node);
@@ -83,8 +77,11 @@ export function groupItem(env: Env, out: readonly OutColumn[], node: unknown): v
   const n = ordinal(node);
   if (n !== null) return byOrdinal(env, out, n, 'GROUP BY', location);
   const name = bareName(node);
-  if (name !== null && !isInputColumn(env, name, location)) {
+  const local = name === null ? 'yes' : localColumn(env.scope, name, location);
+  if (name !== null && local !== 'yes') {
     const hit = out.find((c) => c.name === name);
+    if (hit && local === 'maybe')
+      unsupported(`GROUP BY ${name}: it may be a column of a function in FROM or a result column`, location);
     if (hit) return consume(env.state, hit.lineage, { kind: 'test', clause: 'GROUP BY' }, location);
   }
   walkExpr(env, node, { kind: 'test', clause: 'GROUP BY' });

@@ -39,11 +39,16 @@ export interface NsItem {
   colsVisible: boolean;
 }
 
-/** A CTE as visible to references: its columns, and whether it is the recursive one being built. */
+/**
+ * A CTE as visible to references: its columns, and whether it is the recursive one being built.
+ * `pending` is set while a WITH RECURSIVE item is visible but not analyzed yet (its base term, its
+ * own WITH): a reference to it then is refused with this message (42P19, as Postgres refuses it).
+ */
 export interface CteDef {
   readonly name: string;
   columns: ItemColumn[];
   readonly recursive: boolean;
+  readonly pending?: string;
 }
 
 /**

@@ -5,6 +5,7 @@ import type {
   ColumnRef,
   ColumnUse,
   FunctionCall,
+  PlanRead,
   Requirement,
   TestClause,
 } from '../analysis-types.js';
@@ -29,6 +30,9 @@ export function testIn(mode: Mode, clause: TestClause): Mode {
   return mode.kind === 'test' ? mode : { kind: 'test', clause };
 }
 
+/** SELECT requirements that Postgres's parser makes no Var for: a whole row, a field of a row value. */
+export const UNBOUND_REASONS: ReadonlySet<string> = new Set(['whole-row reference', 'field of a row value']);
+
 /** A base-table column as the analysis tracks it: names plus what RowDescription will report. */
 export interface BaseColumn extends ColumnRef {
   readonly tableOid: number;
@@ -52,6 +56,18 @@ export class QueryState {
   path: readonly string[];
   /** Set inside a view body: the caller needs SELECT on the view, not on what it reads (views.ts). */
   suppressRequirements = false;
+  /**
+   * Every base column some plan node could read, by `schema.table.column`, with the first
+   * location: whatever a reference anywhere reaches (unreferenced CTE and subquery outputs, view
+   * bodies, whole rows). EXPLAIN shows each plan node's width (compound-statements.ts).
+   */
+  readonly planReads = new Map<string, PlanRead>();
+  /**
+   * The table and view columns references bind to, outside view bodies, the way Postgres's parser
+   * binds them (a Var per column: plain references, stars, USING columns; not whole rows, nor the
+   * fields of a row value): the resolution differential compares it with pg_depend.
+   */
+  readonly boundColumns = new Map<string, ColumnRef>();
 
   constructor(
     readonly catalog: Catalog,
@@ -63,6 +79,18 @@ export class QueryState {
   /** The location to report: the view reference's inside a view body, else `location`. */
   at(location: number): number {
     return this.locationOverride ?? location;
+  }
+
+  /** Notes that a plan node could read base column `ref` (see planReads). */
+  noteRead(ref: ColumnRef, location: number): void {
+    const key = `${ref.schema}.${ref.table}.${ref.column}`;
+    if (!this.planReads.has(key))
+      this.planReads.set(key, {
+        schema: ref.schema,
+        table: ref.table,
+        column: ref.column,
+        location: this.at(location),
+      });
   }
 
   /** Records a use of a base column under `mode` at `location`. */
@@ -125,6 +153,12 @@ export class QueryState {
   /** Adds a column-level requirement (deduplicated on action and object). */
   requireColumn(action: Action, ref: ColumnRef, reason: string, location: number): void {
     if (this.suppressRequirements) return;
+    if (action === 'SELECT' && !UNBOUND_REASONS.has(reason))
+      this.boundColumns.set(`${ref.schema}.${ref.table}.${ref.column}`, {
+        schema: ref.schema,
+        table: ref.table,
+        column: ref.column,
+      });
     const key = `${action} ${ref.schema}.${ref.table}.${ref.column}`;
     if (!this.requirements.has(key)) {
       this.requirements.set(key, {

@@ -53,7 +53,7 @@ export function systemColumn(item: FromItem, name: string, location: number): It
   const lineage: Lineage = {
     sources: [],
     deferred,
-    rowOf: null,
+    rows: [],
     origin: { tableOid: rel.oid, attnum },
     requires: { schema: rel.schema, table: rel.name },
   };

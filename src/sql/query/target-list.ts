@@ -3,9 +3,10 @@ import { resolveColumnRef } from './column-ref.js';
 import { QueryRefusal, unsupported } from './errors.js';
 import { type Env, plainReference, walkExpr } from './expression.js';
 import { figureColname } from './figure-colname.js';
-import { type Lineage, NO_ORIGIN, passUp, requireSelect } from './lineage.js';
+import { type Lineage, NO_ORIGIN, requireSelect } from './lineage.js';
 import { noOpCastOrigin } from './no-op-cast.js';
 import { list, loc, type Obj, obj, str, unwrap } from './node-kinds.js';
+import { rowStarColumns } from './row-fields.js';
 import type { FromItem } from './scope.js';
 
 /** One column of a query's result: its name, lineage and the location of the expression producing it. */
@@ -43,12 +44,18 @@ function expandRowStar(env: Env, val: Obj, location: number): OutColumn[] | null
   const argBody = obj(arg.ColumnRef) ?? {};
   const r = resolveColumnRef(env.scope, argBody, loc(argBody));
   if (r.kind === 'row') return expandStar(env, [r.item], location);
-  if (r.kind === 'column' && r.column.lineage.rowOf) {
-    requireSelect(env.state, r.column.lineage, 'column reference', location);
+  if (r.kind === 'column' && r.column.lineage.rows.length > 0) {
+    const carrier = r.column.lineage;
+    requireSelect(env.state, carrier, 'column reference', location);
+    if (carrier.sources.length > 0 || carrier.deferred.length > 0)
+      unsupported('(x).* over a column that carries computed rows', location);
+    for (const item of carrier.rows)
+      for (const c of item.columns) requireSelect(env.state, c.lineage, 'field of a row value', location);
     // Postgres reports no origin for the fields of a row carried in a column (FieldSelect).
-    return expandStar(env, [r.column.lineage.rowOf], location).map((c) => ({
-      ...c,
-      lineage: passUp(c.lineage, NO_ORIGIN),
+    return rowStarColumns(carrier.rows, location).map((c) => ({
+      name: c.name,
+      lineage: c.lineage,
+      location,
     }));
   }
   return unsupported('(column).* over a composite-typed column', location);
@@ -101,7 +108,7 @@ export function analyzeTargetList(env: Env, targets: unknown): OutColumn[] {
       lineage: {
         sources: [],
         deferred: volatile ? [] : uses,
-        rowOf: null,
+        rows: [],
         origin: noOpCastOrigin(env, val) ?? NO_ORIGIN,
         requires: null,
       },

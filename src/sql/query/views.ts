@@ -68,7 +68,7 @@ export function expandView(state: QueryState, rel: CatalogRelation, rv: Obj): Fr
     const lineage: Lineage = {
       sources: inner.sources,
       deferred: inner.deferred,
-      rowOf: inner.rowOf,
+      rows: inner.rows,
       origin: { tableOid: rel.oid, attnum: c.attnum },
       requires: { schema: rel.schema, table: rel.name, column: c.name },
     };

@@ -1,5 +1,6 @@
 // WITH: CTEs in order (each sees the earlier ones), data-modifying CTEs, and WITH RECURSIVE by fixpoint.
 
+import { checkDistinctNames, recursiveWithOrder } from './cte-dependencies.js';
 import { analyzeDml } from './dml.js';
 import { QueryRefusal, unsupported } from './errors.js';
 import { walkExpr } from './expression.js';
@@ -13,7 +14,7 @@ import {
   sameLineage,
 } from './lineage.js';
 import { list, loc, names, type Obj, obj, str, unwrap } from './node-kinds.js';
-import type { CteDef, ItemColumn, Scope } from './scope.js';
+import { type CteDef, type ItemColumn, newScope, type Scope } from './scope.js';
 import { analyzeSelect } from './select.js';
 import { combineBranches } from './set-operation.js';
 import type { QueryState } from './state.js';
@@ -31,9 +32,13 @@ function columnsOf(out: readonly OutColumn[], aliases: readonly string[], recurs
 }
 
 /**
- * A recursive CTE `base UNION [ALL] recursive-term`: the base term's columns are registered
- * first, then the recursive term is analyzed again until the CTE's lineage stops changing (a
- * fixpoint, never an unrolling); uses recorded by a pass that changed the lineage are discarded.
+ * A recursive CTE `[WITH …] base UNION [ALL] recursive-term`: the body's own WITH is analyzed
+ * first (visible to both terms; it must not reference the CTE), then the base term (nor may it),
+ * whose columns are registered; then the recursive term is analyzed again until the CTE's lineage
+ * (sources, deferred uses and whole rows) stops changing — a fixpoint, never an unrolling; uses
+ * recorded by a pass that changed the lineage are discarded. Throws 42P19 for a body that is not
+ * a UNION (Postgres's message) and 0A000 for ORDER BY / LIMIT / OFFSET / FOR UPDATE on it.
+ * Source: parse_cte.c checkWellFormedRecursion, transformSetOperationStmt.
  */
 function recursiveCte(
   state: QueryState,
@@ -42,15 +47,43 @@ function recursiveCte(
   name: string,
   aliases: string[],
   body: Obj,
+  location: number,
 ): void {
-  const base = analyzeSelect(state, obj(body.larg) ?? {}, cteScope);
+  if (str(body.op) !== 'SETOP_UNION')
+    throw new QueryRefusal(
+      '42P19',
+      `recursive query "${name}" does not have the form non-recursive-term UNION [ALL] recursive-term`,
+      location,
+    );
+  for (const [field, what] of [
+    ['sortClause', 'ORDER BY'],
+    ['limitOffset', 'OFFSET'],
+    ['limitCount', 'LIMIT'],
+    ['lockingClause', 'FOR UPDATE/SHARE'],
+  ] as const) {
+    if (body[field] !== undefined && list(body[field]).length !== 0)
+      unsupported(`${what} in a recursive query`, location);
+  }
+  scope.ctes.set(name, {
+    name,
+    columns: [],
+    recursive: true,
+    pending: `recursive reference to query "${name}" must not appear within its non-recursive term`,
+  });
+  let termScope = cteScope;
+  const own = obj(body.withClause);
+  if (own) {
+    termScope = newScope(cteScope);
+    analyzeWith(state, own, termScope);
+  }
+  const base = analyzeSelect(state, obj(body.larg) ?? {}, termScope);
   const def: CteDef = { name, columns: columnsOf(base, aliases, true), recursive: true };
   scope.ctes.set(name, def);
   const all = body.all === true;
   for (let pass = 0; pass < MAX_PASSES; pass++) {
     const usesMark = state.sink.length;
     const fnMark = state.functions.length;
-    const term = analyzeSelect(state, obj(body.rarg) ?? {}, cteScope);
+    const term = analyzeSelect(state, obj(body.rarg) ?? {}, termScope);
     const combined = combineBranches(state, 'SETOP_UNION', all, base, term, base[0]?.location ?? -1);
     const next = columnsOf(combined, aliases, true).map((c, i) => ({
       name: c.name,
@@ -119,25 +152,54 @@ function addSearchCycleColumns(state: QueryState, scope: Scope, def: CteDef, cte
 }
 
 /**
- * Registers the CTEs of a WITH clause in `scope`, in order: each is analyzed once, where it is
- * declared, seeing only the CTEs before it (and, under RECURSIVE, itself). Its tests are recorded
- * then; its result columns carry their lineage to every reference (a CTE shadows a table of the
- * same name). A data-modifying CTE adds its write requirements and passes its RETURNING columns.
- * SEARCH / CYCLE add their columns (addSearchCycleColumns); on anything but a recursive UNION
- * they are refused 0A000 (Postgres refuses them there too).
+ * Registers the CTEs of a WITH clause in `scope`. Plain WITH: in order, each analyzed once where
+ * it is declared, seeing only the CTEs before it. WITH RECURSIVE: every item is visible to every
+ * other from the start (a reference to a later item named like a table is that item, not the
+ * table), they are analyzed in Postgres's dependency order (cte-dependencies.ts), and an item is
+ * recursive exactly when it references itself (inner WITHs of the same name capture the name).
+ * Each item's tests are recorded when it is analyzed; its result columns carry their lineage to
+ * every reference (a CTE shadows a table of the same name). A data-modifying CTE adds its write
+ * requirements and passes its RETURNING columns. SEARCH / CYCLE add their columns
+ * (addSearchCycleColumns); on anything but a recursive UNION they are refused 0A000 (Postgres
+ * refuses them there too). Throws 42712 for a name given twice, 0A000 for mutual recursion.
+ * Source: parse_cte.c transformWithClause.
  */
 export function analyzeWith(state: QueryState, withClause: Obj, scope: Scope): void {
   const recursive = withClause.recursive === true;
-  for (const c of list(withClause.ctes)) {
+  const ctes = list(withClause.ctes).map((c) => {
     const [k, cte] = unwrap(c);
     if (k !== 'CommonTableExpr') unsupported(`a ${k} in WITH`, loc(cte));
+    return cte;
+  });
+  const items = ctes.map((cte) => ({ name: str(cte.ctename), query: cte.ctequery, location: loc(cte) }));
+  const { order, selfReferencing } = recursive
+    ? recursiveWithOrder(items)
+    : { order: ctes.map((_, i) => i), selfReferencing: new Set<number>() };
+  checkDistinctNames(items);
+  if (recursive) {
+    for (const it of items)
+      scope.ctes.set(it.name, {
+        name: it.name,
+        columns: [],
+        recursive: false,
+        pending: `WITH query "${it.name}" is referenced before pgwarden analyzed it`,
+      });
+  }
+  for (const i of order) {
+    const cte = ctes[i] as Obj;
     const searchCycle = Boolean(cte.search_clause || cte.cycle_clause);
     const name = str(cte.ctename);
     const aliases = names(cte.aliascolnames);
     const cteScope: Scope = { parent: scope.parent, namespace: [], ctes: scope.ctes };
     const [qk, q] = unwrap(cte.ctequery, loc(cte));
-    if (qk === 'SelectStmt' && recursive && str(q.op) === 'SETOP_UNION' && !q.withClause) {
-      recursiveCte(state, scope, cteScope, name, aliases, q);
+    if (selfReferencing.has(i)) {
+      if (qk !== 'SelectStmt')
+        throw new QueryRefusal(
+          '0A000',
+          `recursive query "${name}" must not contain data-modifying statements`,
+          loc(cte),
+        );
+      recursiveCte(state, scope, cteScope, name, aliases, q, loc(cte));
       const def = scope.ctes.get(name);
       if (def && searchCycle) addSearchCycleColumns(state, cteScope, def, cte);
       continue;
