@@ -190,6 +190,35 @@ async function client(server: PgServer, database: string, asApp: boolean): Promi
 }
 
 /**
+ * (Re)creates database `db` with the schema only (demo, fixture objects, parse-coverage tables),
+ * owned by the app role (created when missing), and no rows.
+ */
+export async function createSchemaDatabase(server: PgServer, db: string): Promise<void> {
+  const admin = await client(server, 'postgres', false);
+  try {
+    await ensureDemoAppRole(admin);
+    await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(db)} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(db)} OWNER ${DEMO_APP_ROLE}`);
+  } finally {
+    await admin.end();
+  }
+  const app = await client(server, db, true);
+  try {
+    await app.query(fs.readFileSync(path.join(DEMO_DIR, 'schema.sql'), 'utf8'));
+    await app.query(fixtureSql());
+    // One by one: a relation of the fixture may refuse a column (a partition takes its parent's).
+    for (const ddl of await parseCoverageDdl()) await app.query(ddl).catch(() => undefined);
+  } finally {
+    await app.end();
+  }
+}
+
+/** A client of `database` as the app role (`asApp`) or the superuser. */
+export function connectTo(server: PgServer, database: string, asApp: boolean): Promise<pg.Client> {
+  return client(server, database, asApp);
+}
+
+/**
  * (Re)creates `<prefix>_tmpl` with the schema (demo, fixture objects, parse-coverage tables) and
  * `<prefix>_a|b|c` copied from it, owned by the app role, each loaded with its rows.
  */
@@ -198,27 +227,22 @@ export async function createNoninterferenceDatabases(server: PgServer, prefix: s
   const tmpl = `${prefix}_tmpl`;
   const admin = await client(server, 'postgres', false);
   try {
-    await ensureDemoAppRole(admin);
-    for (const db of [...SIDES.map((s) => dbName(prefix, s)), tmpl]) {
+    for (const db of SIDES.map((s) => dbName(prefix, s))) {
       await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(db)} WITH (FORCE)`);
     }
-    await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(tmpl)} OWNER ${DEMO_APP_ROLE}`);
-    const app = await client(server, tmpl, true);
-    try {
-      await app.query(fs.readFileSync(path.join(DEMO_DIR, 'schema.sql'), 'utf8'));
-      await app.query(fixtureSql());
-      // One by one: a relation of the fixture may refuse a column (a partition takes its parent's).
-      for (const ddl of await parseCoverageDdl()) await app.query(ddl).catch(() => undefined);
-    } finally {
-      await app.end();
-    }
+  } finally {
+    await admin.end();
+  }
+  await createSchemaDatabase(server, tmpl);
+  const admin2 = await client(server, 'postgres', false);
+  try {
     for (const side of SIDES) {
-      await admin.query(
+      await admin2.query(
         `CREATE DATABASE ${pg.escapeIdentifier(dbName(prefix, side))} TEMPLATE ${pg.escapeIdentifier(tmpl)} OWNER ${DEMO_APP_ROLE}`,
       );
     }
   } finally {
-    await admin.end();
+    await admin2.end();
   }
   for (const side of SIDES) {
     const app = await client(server, dbName(prefix, side), true);

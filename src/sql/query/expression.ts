@@ -6,7 +6,7 @@ import { type Resolved, resolveColumnRef } from './column-ref.js';
 import { unsupported } from './errors.js';
 import { consume, consumeWholeRow, type Lineage, requireSelect } from './lineage.js';
 import { list, loc, type NodeName, names, type Obj, obj, str, unwrap } from './node-kinds.js';
-import { rowFieldLineage, rowItems } from './row-fields.js';
+import { fieldOfRows, rowFieldLineage, rowItems } from './row-fields.js';
 import type { Scope } from './scope.js';
 import { analyzeSubquery } from './select.js';
 import { type Mode, nested, type QueryState, testIn } from './state.js';
@@ -98,6 +98,41 @@ function lineageOfResolved(env: Env, r: Resolved, location: number): Lineage | n
   return null;
 }
 
+/**
+ * The columns a `*` or `t.*` ColumnRef in a ROW() or VALUES list stands for (each with its SELECT
+ * requirement made, as a star expansion), or null when `node` is not such a reference.
+ * Source: Postgres transformExpressionList expands a star there into one item per column.
+ */
+export function starReference(env: Env, node: unknown): { name: string; lineage: Lineage }[] | null {
+  const [kind, body] = unwrap(node);
+  if (kind !== 'ColumnRef') return null;
+  const fields = list(body.fields);
+  const last = obj(fields[fields.length - 1]);
+  if (!last || !('A_Star' in last)) return null;
+  const r = resolveColumnRef(env.scope, body, loc(body));
+  if (r.kind !== 'star') return null;
+  const out: { name: string; lineage: Lineage }[] = [];
+  for (const item of r.items) {
+    if (item.open)
+      unsupported(`* over function ${item.refname}, whose columns the catalog does not describe`, loc(body));
+    for (const c of item.columns) {
+      requireSelect(env.state, c.lineage, 'star expansion', loc(body));
+      out.push(c);
+    }
+  }
+  return out;
+}
+
+/** ROW(…): each item computed into the row, a star expanded into its columns. */
+function rowExpr(env: Env, body: Obj, mode: Mode): void {
+  const m = nested(mode, 'row');
+  for (const a of list(body.args)) {
+    const star = starReference(env, a);
+    if (!star) walkExpr(env, a, m);
+    else for (const c of star) consume(env.state, c.lineage, m, loc(unwrap(a)[1]));
+  }
+}
+
 function columnRef(env: Env, body: Obj, mode: Mode): void {
   const r = resolveColumnRef(env.scope, body, loc(body));
   referenceResolved(env, r, mode, loc(body));
@@ -181,11 +216,16 @@ function indirection(env: Env, body: Obj, mode: Mode): void {
     const [k0, b0] = unwrap(ind[0]);
     if (items.length > 0 && k0 === 'String') {
       // (u).ssn is a reference to the column ssn of u, and (x).ssn one to ssn of every row x
-      // carries (DESIGN.md "Column uses").
-      const l = rowFieldLineage(env.state, r, items, str(b0.sval), loc(argBody));
-      const m = ind.length === 1 ? mode : nested(mode, 'field selection');
-      consume(env.state, l, m, loc(argBody));
+      // carries (DESIGN.md "Column uses"); ((x).y).ssn follows the rows y carries.
+      let l = rowFieldLineage(env.state, r, items, str(b0.sval), loc(argBody));
       rest = ind.slice(1);
+      while (l.rows.length > 0 && rest[0] !== undefined) {
+        const [nk, nb] = unwrap(rest[0]);
+        if (nk !== 'String') break;
+        l = fieldOfRows(env.state, l, str(nb.sval), loc(argBody));
+        rest = rest.slice(1);
+      }
+      consume(env.state, l, rest.length === 0 ? mode : nested(mode, 'field selection'), loc(argBody));
     } else if (items.length > 0 && k0 === 'A_Star') {
       referenceResolved(env, r, mode, loc(argBody));
       rest = ind.slice(1);
@@ -247,7 +287,7 @@ const EXPRESSION_HANDLERS = {
   BooleanTest: (env, b, mode) => walkExpr(env, b.arg, nested(mode, 'boolean test')),
   A_ArrayExpr: (env, b, mode) => walkList(env, b.elements, nested(mode, 'array')),
   A_Indirection: indirection,
-  RowExpr: (env, b, mode) => walkList(env, b.args, nested(mode, 'row')),
+  RowExpr: rowExpr,
   GroupingFunc: (env, b, mode) => walkList(env, b.args, nested(mode, 'grouping')),
   NamedArgExpr: (env, b, mode) => walkExpr(env, b.arg, mode),
   XmlExpr: xmlExpr,

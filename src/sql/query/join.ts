@@ -87,9 +87,12 @@ export function joinItem(state: QueryState, level: Scope, body: Obj): FromResult
     open: left.whole.open || right.whole.open,
     location,
   };
+  // ON sees the join's two inputs and outer query levels only, not the items before the join in
+  // this FROM list (transformJoinOnClause): `FROM a, b JOIN c ON x` reads an outer query's x, not
+  // a's (resolution differential).
   const onScope: Scope = {
     parent: level.parent,
-    namespace: [...level.namespace, ...left.nsitems, ...right.nsitems],
+    namespace: [...left.nsitems, ...right.nsitems],
     ctes: level.ctes,
   };
   const env: Env = { state, scope: onScope };

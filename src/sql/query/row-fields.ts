@@ -25,10 +25,8 @@ function fieldOf(item: FromItem, field: string, location: number): ItemColumn {
 
 /**
  * The lineage of `(x).field` where `x` resolved to `r` and holds rows of `items` (non-empty):
- * the field's lineage in every item merged (each item's SELECT requirement recorded), plus, for a
- * column that also carries computed values (a branch `ROW(…)::users`, `NULL::users`), what those
- * are computed from. A field of a row in a column has no RowDescription origin (FieldSelect);
- * `(t).c` over a FROM item is the column itself. Throws 42703 when an item lacks the field.
+ * over a FROM item, `(t).c` is the column itself; over a column carrying rows, see fieldOfRows.
+ * Throws 42703 when an item lacks the field.
  * Source: Postgres ParseComplexProjection (a field of a whole-row Var is that column's Var).
  */
 export function rowFieldLineage(
@@ -38,17 +36,28 @@ export function rowFieldLineage(
   field: string,
   location: number,
 ): Lineage {
-  const cols = items.map((item) => fieldOf(item, field, location));
-  const only = cols[0];
+  const only = items[0];
   if (r.kind === 'row' && only) {
-    requireSelect(state, only.lineage, 'column reference', location);
-    return only.lineage;
+    const col = fieldOf(only, field, location);
+    requireSelect(state, col.lineage, 'column reference', location);
+    return col.lineage;
   }
-  for (const c of cols) requireSelect(state, c.lineage, 'field of a row value', location);
   if (r.kind !== 'column') return unsupported('a field of a star', location);
   requireSelect(state, r.column.lineage, 'column reference', location);
+  return fieldOfRows(state, r.column.lineage, field, location);
+}
+
+/**
+ * The lineage of field `field` of the rows a value with lineage `carrier` holds: the field's
+ * lineage in every row merged (each one's SELECT requirement recorded: Postgres records a
+ * FieldSelect's column), plus, for a value that also carries computed rows (a branch
+ * `ROW(…)::users`), what those are computed from. No RowDescription origin (FieldSelect).
+ * Throws 42703 when a row lacks the field.
+ */
+export function fieldOfRows(state: QueryState, carrier: Lineage, field: string, location: number): Lineage {
+  const cols = carrier.rows.map((item) => fieldOf(item, field, location));
+  for (const c of cols) requireSelect(state, c.lineage, 'field of a row value', location);
   const parts = cols.map((c) => c.lineage);
-  const carrier = r.column.lineage;
   if (carrier.sources.length > 0 || carrier.deferred.length > 0)
     parts.push(computedFrom(state, [{ ...carrier, rows: [] }], 'field selection', location));
   return mergeLineages(parts, NO_ORIGIN);

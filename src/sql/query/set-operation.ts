@@ -1,6 +1,6 @@
 // UNION / INTERSECT / EXCEPT and VALUES: how columns of several branches or rows combine.
 import { QueryRefusal } from './errors.js';
-import { type Env, plainReference, walkExpr } from './expression.js';
+import { type Env, plainReference, starReference, walkExpr } from './expression.js';
 import { consume, type Lineage, mergeLineages, NO_ORIGIN, UNTRACEABLE } from './lineage.js';
 import { list, loc, type Obj, obj, str, unwrap } from './node-kinds.js';
 import { resultOnlySortItem } from './result-clauses.js';
@@ -68,9 +68,13 @@ function finishResultOnly(state: QueryState, scope: Scope, out: readonly OutColu
  */
 export function analyzeValues(state: QueryState, body: Obj, scope: Scope): OutColumn[] {
   const env: Env = { state, scope };
+  // `t.*` in a VALUES row stands for t's columns, one item each (transformExpressionList).
   const rows = list(body.valuesLists).map((r) => {
     const [, rb] = unwrap(r);
-    return list(rb.items);
+    return list(rb.items).flatMap((item): (unknown | Lineage)[] => {
+      const star = starReference(env, item);
+      return star ? star.map((c) => ({ star: c.lineage })) : [item];
+    });
   });
   const width = rows[0]?.length ?? 0;
   const perColumn: Lineage[][] = Array.from({ length: width }, () => []);
@@ -79,6 +83,11 @@ export function analyzeValues(state: QueryState, body: Obj, scope: Scope): OutCo
     if (row.length !== width)
       throw new QueryRefusal('42601', 'VALUES lists must all be the same length', location);
     row.forEach((expr, i) => {
+      const starred = (expr as { star?: Lineage }).star;
+      if (starred) {
+        perColumn[i]?.push(starred);
+        return;
+      }
       const [, eb] = unwrap(expr);
       if (location < 0) location = loc(eb);
       const plain = plainReference(env, expr);

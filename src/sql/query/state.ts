@@ -30,8 +30,11 @@ export function testIn(mode: Mode, clause: TestClause): Mode {
   return mode.kind === 'test' ? mode : { kind: 'test', clause };
 }
 
-/** SELECT requirements that Postgres's parser makes no Var for: a whole row, a field of a row value. */
-export const UNBOUND_REASONS: ReadonlySet<string> = new Set(['whole-row reference', 'field of a row value']);
+/**
+ * SELECT requirements that Postgres's parser records no column for: a whole row (one Var of
+ * attnum 0). A field of a row value is recorded (FieldSelect: find_expr_references_walker).
+ */
+export const UNBOUND_REASONS: ReadonlySet<string> = new Set(['whole-row reference']);
 
 /** A base-table column as the analysis tracks it: names plus what RowDescription will report. */
 export interface BaseColumn extends ColumnRef {
@@ -64,8 +67,8 @@ export class QueryState {
   readonly planReads = new Map<string, PlanRead>();
   /**
    * The table and view columns references bind to, outside view bodies, the way Postgres's parser
-   * binds them (a Var per column: plain references, stars, USING columns; not whole rows, nor the
-   * fields of a row value): the resolution differential compares it with pg_depend.
+   * binds them (a Var per column: plain references, stars, USING columns, the fields of a row
+   * value; not whole rows): the resolution differential compares it with pg_depend.
    */
   readonly boundColumns = new Map<string, ColumnRef>();
 

@@ -158,7 +158,7 @@ describe('plan reads and bound columns', () => {
     const v = analyze('SELECT count(*) FROM user_emails');
     expect(v.planReads.map((c) => c.column).sort()).toEqual(['email', 'id']);
   });
-  it('bound columns are the Vars Postgres makes: a star, a join column; not a whole row nor a field of a row value', () => {
+  it('bound columns are the Vars Postgres makes: a star (in ROW() too), a join column, a field of a row value; not a whole row', () => {
     const r = analyze('SELECT email FROM users JOIN orders ON users.id = orders.user_id');
     expect(r.boundColumns.map((c) => `${c.table}.${c.column}`).sort()).toEqual([
       'orders.user_id',
@@ -166,7 +166,10 @@ describe('plan reads and bound columns', () => {
       'users.id',
     ]);
     expect(analyze('SELECT u FROM users u').boundColumns).toEqual([]);
-    expect(analyze('SELECT (x).ssn FROM (SELECT u AS x FROM users u) s').boundColumns).toEqual([]);
+    expect(
+      analyze('SELECT (x).ssn FROM (SELECT u AS x FROM users u) s').boundColumns.map((c) => c.column),
+    ).toEqual(['ssn']);
+    expect(analyze('SELECT ROW(u.*) FROM users u').boundColumns.length).toBe(5);
     expect(analyze('SELECT (u).ssn FROM users u').boundColumns.map((c) => c.column)).toEqual(['ssn']);
   });
 });
