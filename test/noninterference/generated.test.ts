@@ -1,9 +1,9 @@
-// Noninterference over ≥ 2,000 generated statements per run (seeded: NI_SEED reproduces a run), with allowed/masked/refused counts.
+// Noninterference over ≥ 5,000 generated statements per run (seeded: NI_SEED reproduces a run), with allowed/masked/refused counts.
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { fuzz } from './fuzz-run.js';
 import { Harness } from './harness.js';
 
-const COUNT = Number(process.env.NI_COUNT ?? 2000);
+const COUNT = Number(process.env.NI_COUNT ?? 5000);
 const SEED = process.env.NI_SEED ? Number(process.env.NI_SEED) : Date.now() % 2 ** 31;
 
 let harness: Harness;
@@ -16,7 +16,7 @@ afterAll(async () => {
 
 describe('noninterference: generated statements', () => {
   test(`${COUNT} statements from seed ${SEED} answer alike whatever the hidden values`, {
-    timeout: 400_000,
+    timeout: 900_000,
   }, async () => {
     const started = Date.now();
     const r = await fuzz(harness, SEED, COUNT);

@@ -1,5 +1,6 @@
 // fast-check generator of statements over the demo schema combining DESIGN.md's constructs, for the noninterference harness.
 import fc from 'fast-check';
+import { carrierStatement, scopeStatement } from './generator-kinds.js';
 import type { Mode } from './harness.js';
 
 type Ty = 'int' | 'text' | 'num';
@@ -10,12 +11,13 @@ interface Col {
   readonly ty: Ty;
   readonly hidden: boolean;
 }
-interface Table {
+/** A table of the demo schema as the generator sees it. */
+export interface Table {
   readonly name: string;
   readonly cols: readonly { name: string; ty: Ty; hidden: boolean }[];
 }
 
-const TABLES: readonly Table[] = [
+export const TABLES: readonly Table[] = [
   {
     name: 'users',
     cols: [
@@ -46,7 +48,7 @@ const TABLES: readonly Table[] = [
 ];
 
 /** Draws choices from fast-check (index 0 is the simplest, so shrinking simplifies). */
-class Pick {
+export class Pick {
   constructor(private readonly g: fc.GeneratorValue) {}
   int(min: number, max: number): number {
     return this.g(fc.integer, { min, max });
@@ -416,11 +418,15 @@ export interface Generated {
   readonly mode: Mode;
 }
 
-/** Statements over the demo schema: queries (also under EXPLAIN, PREPARE/EXECUTE, a cursor), VALUES, writes. */
+/**
+ * Statements over the demo schema: queries (also under EXPLAIN, PREPARE/EXECUTE, a cursor), VALUES,
+ * writes, whole rows carried through merges of rows and names scoped as Postgres scopes them
+ * (generator-kinds.ts).
+ */
 export const statementArb: fc.Arbitrary<Generated> = fc.gen().map((g) => {
   const cx = new Ctx(new Pick(g));
   const p = cx.p;
-  const kind = p.int(0, 11);
+  const kind = p.int(0, 14);
   let sql: string;
   let single = true;
   if (kind <= 5) sql = query(cx, p.int(0, 2)).sql;
@@ -435,6 +441,11 @@ export const statementArb: fc.Arbitrary<Generated> = fc.gen().map((g) => {
     single = false;
     sql = `DECLARE cur CURSOR WITH HOLD FOR ${query(cx, 1).sql}; FETCH ${p.int(1, 3)} FROM cur; FETCH ALL FROM cur; CLOSE cur`;
   } else if (kind === 10) sql = `EXPLAIN (COSTS OFF) ${query(cx, 1).sql}`;
+  else if (kind === 12 || kind === 13) {
+    // Issue 13's kinds, also under EXPLAIN.
+    const stmt = kind === 12 ? carrierStatement(p, TABLES) : scopeStatement(p, TABLES);
+    sql = p.chance(20) && !stmt.startsWith('INSERT') ? `EXPLAIN (COSTS OFF) ${stmt}` : stmt;
+  } else if (kind === 14) sql = query(cx, p.int(0, 2)).sql;
   else
     sql = p.one([
       'VALUES (1, 2), (3, 4)',

@@ -1,24 +1,13 @@
 // Unit tests of analyzeQuery's contract: locations, refusals, view caching, and its time budget.
-import { loadModule, parseSync } from 'libpg-query';
+import { loadModule } from 'libpg-query';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { analyzeQuery, type QueryNodeType } from '../../../../src/sql/query/analyze-query.js';
+import { analyzeQuery } from '../../../../src/sql/query/analyze-query.js';
 import { loadDemoCatalog } from '../../../fixtures/demo-catalog.js';
+import { analyzeDemo as analyze, parseQuery as parse } from './demo-query.js';
 
 beforeAll(async () => {
   await loadModule();
 });
-
-function parse(sql: string): [QueryNodeType, unknown] {
-  const tree = parseSync(sql) as { stmts: { stmt: Record<string, unknown> }[] };
-  const stmt = tree.stmts[0]?.stmt ?? {};
-  const kind = Object.keys(stmt)[0] as QueryNodeType;
-  return [kind, stmt[kind]];
-}
-
-function analyze(sql: string, searchPath: string[] = ['public']) {
-  const [k, node] = parse(sql);
-  return analyzeQuery(k, node, { catalog: loadDemoCatalog(), searchPath });
-}
 
 /** A ~400-character statement: a CTE, joins, a correlated subquery, grouping and ordering. */
 const BENCH_SQL = `WITH recent AS (SELECT o.user_id, sum(o.amount) AS total, max(o.id) AS last_id FROM orders o

@@ -1,25 +1,12 @@
 // Unit tests of the rules Postgres binds names by (issue 13): whole rows through merges, GROUP BY levels, WITH RECURSIVE scoping, plan reads, bound columns.
-import { loadModule, parseSync } from 'libpg-query';
+import { loadModule } from 'libpg-query';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { analyzeQuery, type QueryNodeType } from '../../../../src/sql/query/analyze-query.js';
 import { recursiveWithOrder, referencesName } from '../../../../src/sql/query/cte-dependencies.js';
-import { loadDemoCatalog } from '../../../fixtures/demo-catalog.js';
+import { analyzeDemo as analyze, parseQuery as parse } from './demo-query.js';
 
 beforeAll(async () => {
   await loadModule();
 });
-
-function parse(sql: string): [QueryNodeType, unknown] {
-  const tree = parseSync(sql) as { stmts: { stmt: Record<string, unknown> }[] };
-  const stmt = tree.stmts[0]?.stmt ?? {};
-  const kind = Object.keys(stmt)[0] as QueryNodeType;
-  return [kind, stmt[kind]];
-}
-
-function analyze(sql: string) {
-  const [k, node] = parse(sql);
-  return analyzeQuery(k, node, { catalog: loadDemoCatalog(), searchPath: ['public'] });
-}
 
 function uses(sql: string): string[] {
   const r = analyze(sql);
