@@ -158,6 +158,9 @@ describe('set-returning functions in FROM', () => {
       'SELECT * FROM ROWS FROM (fcols.tab(1), generate_series(1, 2), fcols.recs() AS (i int, s text)) r',
       `SELECT * FROM jsonb_populate_record(null::fcols.pair, '{"x":1}')`,
       `SELECT * FROM jsonb_to_recordset('[{"a":1}]') AS r(a int)`,
+      // Django's get_constraints: unnest over int2vector columns.
+      'SELECT * FROM pg_index i, unnest(i.indkey, i.indoption) WITH ORDINALITY koi(key, option, arridx)',
+      'SELECT koi.* FROM pg_proc p, unnest(p.proargtypes) koi',
     ];
     for (const sql of cases) {
       const pgColumns = (await direct.query(`${sql} LIMIT 0`)).fields.map((x) => x.name);

@@ -75,8 +75,11 @@ function arrayOf(catalog: Catalog, t: CatalogType | undefined): CatalogType | un
   return t ? catalog.types?.get(`${t.schema}._${t.name}`) : undefined;
 }
 
+/** int2vector and oidvector: arrays to the type resolver (typcategory A), though not named `_…` (pg_index.indkey, pg_proc.proargtypes). */
+const VECTOR_TYPES = new Set([22, 30]);
+
 function isArrayType(t: CatalogType | undefined): boolean {
-  return !!t && t.name.startsWith('_');
+  return !!t && (t.name.startsWith('_') || VECTOR_TYPES.has(t.oid));
 }
 
 /**
