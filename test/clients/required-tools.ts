@@ -26,6 +26,16 @@ export const REQUIRED_TOOLS: readonly RequiredTool[] = [
     check: ['/usr/bin/python3', '-c', 'import psycopg'],
     debianPackage: 'python3-psycopg',
   },
+  {
+    what: 'SQLAlchemy with psycopg2 for /usr/bin/python3',
+    check: ['/usr/bin/python3', '-c', 'import sqlalchemy, psycopg2'],
+    debianPackage: 'python3-sqlalchemy python3-psycopg2',
+  },
+  {
+    what: 'Django with psycopg2 for /usr/bin/python3',
+    check: ['/usr/bin/python3', '-c', 'import django, psycopg2'],
+    debianPackage: 'python3-django python3-psycopg2',
+  },
   { what: 'a JDK (java 17+)', check: ['java', '-version'], debianPackage: 'openjdk-17-jdk-headless' },
   {
     what: 'pgjdbc (/usr/share/java/postgresql.jar)',
