@@ -2,9 +2,9 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
-import { describeTool } from '../helpers/clients/describe-tool.js';
+import { describeTool, pythonStep } from '../helpers/clients/describe-tool.js';
 import { MASKED_ITEMS } from '../helpers/clients/orm-fixture.js';
-import { requireTool, run } from '../helpers/drivers/tools.js';
+import { requireTool } from '../helpers/drivers/tools.js';
 
 const PYTHON = '/usr/bin/python3';
 const SCRIPT = path.resolve(
@@ -17,11 +17,7 @@ const version = requireTool(
   'python3-sqlalchemy python3-psycopg2',
 );
 
-async function step(url: string, name: string): Promise<unknown> {
-  const r = await run(PYTHON, [SCRIPT, url, name], { timeoutMs: 60_000 });
-  if (r.code !== 0) throw new Error(`SQLAlchemy ${name} failed (exit ${r.code}):\n${r.stderr}`);
-  return (JSON.parse(r.stdout) as { result: unknown }).result;
-}
+const step = (url: string, name: string) => pythonStep(SCRIPT, 'SQLAlchemy', url, name);
 
 describeTool(`SQLAlchemy ${version}`, 'orm_sqlalchemy', {
   introspect: (url) => step(url, 'introspect'),
