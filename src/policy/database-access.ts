@@ -28,6 +28,21 @@ export function databaseIsRuled(config: Config, database: string): boolean {
 }
 
 /**
+ * True when some allow rule of one of `roles` grants a database action on `database` (its name or
+ * `*`, at any level below it). A deny grants nothing. Source: issue 16 item 7 ("a connection to a
+ * database where none of the caller's roles grants anything is refused at connect").
+ */
+export function rolesGrantOn(config: Config, roles: readonly string[], database: string): boolean {
+  for (const name of roles) {
+    const role = Object.hasOwn(config.roles, name) ? config.roles[name] : undefined;
+    for (const p of role?.permissions ?? []) {
+      if (p.effect === 'allow' && (p.database === '*' || p.database === database)) return true;
+    }
+  }
+  return false;
+}
+
+/**
  * Decides at connect whether a caller holding `roles` may open `database` over `connection`.
  * Outputs `{ ok: true, unruled }`, or a refusal to send as FATAL:
  * - 3D000 when the config has no such database;
@@ -35,8 +50,11 @@ export function databaseIsRuled(config: Config, database: string): boolean {
  * - 42501 for a database no role in the workspace mentions, on a `proxified` or `mcp` connection
  *   (seed 004's table: Local → allowed, Proxified → refused, MCP → refused: "Nothing is granted that
  *   a role did not grant").
- * A database that is mentioned is open to every caller with a role; what each statement may do is
- * then up to {@link decide} (default deny). Pure; never throws.
+ * - 28000 naming the database when it is mentioned but no allow rule of `roles` covers it, on every
+ *   connection but `local` (issue 16 item 7: otherwise a caller granted nothing there could still
+ *   connect and read what the catalog allowlist shows, such as its table names).
+ * A database that one of the caller's roles grants something on is open; what each statement may do
+ * is then up to {@link decide} (default deny). Pure; never throws.
  */
 export function checkDatabaseAccess(
   config: Config,
@@ -54,7 +72,15 @@ export function checkDatabaseAccess(
       message: 'no role: this connection holds no role of the workspace',
     };
   }
-  if (databaseIsRuled(config, database)) return { ok: true, unruled: false };
+  if (databaseIsRuled(config, database)) {
+    if (connection === 'local' || rolesGrantOn(config, roles, database)) return { ok: true, unruled: false };
+    return {
+      ok: false,
+      sqlstate: '28000',
+      message: `permission denied for database "${database}"`,
+      detail: `None of the roles of this connection (${roles.join(', ')}) grants anything on database ${database}.`,
+    };
+  }
   if (connection === 'local') return { ok: true, unruled: true };
   return {
     ok: false,

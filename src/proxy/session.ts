@@ -362,6 +362,7 @@ export class ClientSession {
             code: e.fields.code,
             message: e.fields.message,
             login: target.user,
+            ...(e.logDetail ? { err: e.logDetail, upstream: `${target.host}:${target.port}` } : {}),
           },
           'upstream login failed',
         );
@@ -401,9 +402,14 @@ export class ClientSession {
       catalog = await this.ctx.catalogs.get(filtered.database, db.url);
     } catch (e) {
       upstream.socket.destroy();
+      // The reason (a socket error names the upstream's address) is for the log only (issue 16 item 8).
+      this.log.error(
+        { event: 'catalog-failed', err: (e as Error).message },
+        'cannot read the upstream catalog',
+      );
       throw fatal(
         '08006',
-        `pgwarden cannot read the catalog of database "${filtered.database}": ${(e as Error).message}`,
+        `pgwarden cannot read the catalog of database "${filtered.database}"; see the proxy log`,
       );
     }
     let startPath = catalog.defaultSearchPath;

@@ -53,18 +53,25 @@ export interface UpstreamSession {
   readonly pending: readonly Frame[];
 }
 
-/** An upstream that refused the login or the startup: its ErrorResponse fields (or a synthesized 08006). */
+/**
+ * An upstream that refused the login or the startup: its ErrorResponse fields (or a synthesized
+ * 08006). `fields` may reach the client and never name the upstream's host or address; `logDetail`
+ * (the socket error with the address, e.g. `connect ECONNREFUSED 10.0.0.5:5432`) is for the log only
+ * (issue 16 item 8).
+ */
 export class UpstreamError extends Error {
   readonly fields: ErrorFields;
-  constructor(fields: ErrorFields) {
+  readonly logDetail: string | undefined;
+  constructor(fields: ErrorFields, logDetail?: string) {
     super(`${fields.code}: ${fields.message}`);
     this.name = 'UpstreamError';
     this.fields = fields;
+    this.logDetail = logDetail;
   }
 }
 
-function connectionFailure(message: string): UpstreamError {
-  return new UpstreamError({ severity: 'FATAL', code: '08006', message });
+function connectionFailure(message: string, logDetail?: string): UpstreamError {
+  return new UpstreamError({ severity: 'FATAL', code: '08006', message }, logDetail);
 }
 
 function md5Password(user: string, password: string, salt: Buffer): string {
@@ -200,15 +207,11 @@ export function connectUpstream(
         }
       } catch (e) {
         fail(
-          e instanceof UpstreamError
-            ? e
-            : connectionFailure(`upstream startup failed: ${(e as Error).message}`),
+          e instanceof UpstreamError ? e : connectionFailure('upstream startup failed', (e as Error).message),
         );
       }
     });
-    socket.on('error', (e) =>
-      fail(connectionFailure(`could not connect to the upstream server: ${e.message}`)),
-    );
+    socket.on('error', (e) => fail(connectionFailure('could not connect to the upstream server', e.message)));
     socket.on('close', () =>
       fail(connectionFailure('the upstream server closed the connection during startup')),
     );

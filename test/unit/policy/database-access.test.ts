@@ -42,7 +42,32 @@ describe('databases nobody has written a rule for (seed 004)', () => {
       },
     });
     expect(databaseIsRuled(c, 'other')).toBe(true);
-    expect(checkDatabaseAccess(c, ['r'], 'other', 'proxified')).toEqual({ ok: true, unruled: false });
+    expect(checkDatabaseAccess(c, ['r'], 'other', 'local')).toEqual({ ok: true, unruled: false });
+  });
+
+  test('a mentioned database where none of the caller’s roles grants anything is refused with 28000 (issue 16)', () => {
+    const c = makeConfig({
+      roles: {
+        r: { permissions: [{ effect: 'allow', actions: ['SELECT'], database: 'demo' }] },
+        d: { permissions: [{ effect: 'deny', actions: ['SELECT'], database: 'other' }] },
+        other: { permissions: [{ effect: 'allow', actions: ['SELECT'], database: 'other' }] },
+      },
+    });
+    for (const kind of ['proxified', 'mcp'] as const) {
+      expect(checkDatabaseAccess(c, ['r'], 'other', kind)).toEqual({
+        ok: false,
+        sqlstate: '28000',
+        message: 'permission denied for database "other"',
+        detail: 'None of the roles of this connection (r) grants anything on database other.',
+      });
+      // A deny grants nothing either.
+      expect(checkDatabaseAccess(c, ['r', 'd'], 'other', kind)).toMatchObject({
+        ok: false,
+        sqlstate: '28000',
+      });
+      expect(checkDatabaseAccess(c, ['r', 'other'], 'other', kind)).toEqual({ ok: true, unruled: false });
+    }
+    expect(checkDatabaseAccess(c, ['r'], 'other', 'local')).toEqual({ ok: true, unruled: false });
   });
 
   test('`*` counts as a mention of every database', () => {
