@@ -88,7 +88,7 @@ async function serve(
     process.exit(EXIT_CONFIG);
   }
   const instance = loadOrExit(file, logger);
-  for (const w of await upstreamLoginWarnings(instance.config.databases))
+  for (const w of await upstreamLoginWarnings(instance.config.databases, path.dirname(instance.file)))
     logger.warn({ event: 'upstream-login' }, w);
   const audit = makeAuditLogger(
     instance.config.audit.file

@@ -1,5 +1,6 @@
 // The zod schema of pgwarden.yaml: listener, TLS, databases, users, groups, roles, permissions, API keys.
 import { z } from 'zod';
+import { UPSTREAM_SSL_MODES } from '../catalog/upstream-tls.js';
 
 /** Row and database actions (seed 004, "Actions"). */
 export const DATA_ACTIONS = ['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MANAGE', 'SEE'] as const;
@@ -178,10 +179,15 @@ const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:
  * (`pgwarden_set_<hash>`), holding grants computed from the rules. Managed needs an administration
  * login (`admin_url`, else `url`) with CREATEROLE that owns the tables or holds their grant option.
  * `role_prefix` is put before every workspace role's name upstream (several workspaces on one cluster).
+ * `sslmode` (disable, require, verify-ca, verify-full; libpq's meanings) and `sslrootcert` (a PEM
+ * file relative to the config) say how pgwarden's own connections to it are encrypted; the URL's
+ * `sslmode`/`sslrootcert` parameters count when the fields are absent.
  */
 export const databaseSchema = z
   .object({
     url: postgresUrl,
+    sslmode: z.enum(UPSTREAM_SSL_MODES).optional(),
+    sslrootcert: z.string().min(1).optional(),
     roles: z.enum(['single', 'managed']).default('single'),
     admin_url: postgresUrl.optional(),
     role_prefix: z
@@ -195,7 +201,16 @@ export const databaseSchema = z
       })
       .optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((d, ctx) => {
+    const m = /[?&]sslmode=([^&]*)/.exec(d.url)?.[1];
+    if (m !== undefined && !(UPSTREAM_SSL_MODES as readonly string[]).includes(m))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['url'],
+        message: `sslmode=${m} is not supported (use ${UPSTREAM_SSL_MODES.join(', ')})`,
+      });
+  });
 
 /**
  * Workspace settings (seed 004, "Workspace settings: Edit workspace name, git remote, and settings"):
@@ -292,7 +307,15 @@ export const configSchema = z
     mode: z.enum(['proxified', 'local']).default('proxified'),
     /** A demo config may hold plain passwords; nothing else may. */
     demo: z.boolean().default(false),
-    tls: z.object({ cert: z.string(), key: z.string() }).strict().optional(),
+    /**
+     * TLS for clients: the certificate and key (PEM files relative to the config) and `mode`:
+     * `allow` (a client may encrypt or not) or `require` (a client that did not encrypt is refused
+     * with FATAL 28000 after its StartupMessage, as a `hostssl`-only pg_hba.conf would).
+     */
+    tls: z
+      .object({ cert: z.string(), key: z.string(), mode: z.enum(['allow', 'require']).default('allow') })
+      .strict()
+      .optional(),
     limits: z
       .object({
         max_client_connections: z.number().int().positive().default(1000),

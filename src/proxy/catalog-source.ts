@@ -42,12 +42,16 @@ export class CatalogSource {
   }
 
   /**
-   * The current catalog of `database` (upstream `url`). Rejects with pg's error (its SQLSTATE in
-   * `code`) when the upstream cannot be read; the caller refuses the statement then.
+   * The current catalog of `database` (upstream `url`, or a `pg` client config carrying the
+   * database's TLS, see `pgClientConfig`). Rejects with pg's error (its SQLSTATE in `code`) when the
+   * upstream cannot be read; the caller refuses the statement then.
    */
-  get(database: string, url: string): Promise<Catalog> {
+  get(database: string, upstream: string | pg.ClientConfig): Promise<Catalog> {
     return this.cache.get(database, async (version) => {
-      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+      const client = new pg.Client({
+        ...(typeof upstream === 'string' ? { connectionString: upstream } : upstream),
+        connectionTimeoutMillis: 10_000,
+      });
       await client.connect();
       let catalog: Catalog;
       try {

@@ -1,10 +1,12 @@
 // One client connection: start-up, SCRAM authentication, the upstream session, then the relay.
 import type net from 'node:net';
+import path from 'node:path';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
 import { SCRAM_SHA_256 } from '../auth/scram-primitives.js';
 import { ScramServerExchange } from '../auth/scram-server.js';
 import type { Catalog } from '../catalog/types.js';
+import { pgClientConfig, upstreamTls } from '../catalog/upstream-tls.js';
 import type { LoadedConfig } from '../policy/config-load.js';
 import type { Config } from '../policy/config-schema.js';
 import {
@@ -290,6 +292,16 @@ export class ClientSession {
 
     if (this.ctx.refusal) throw new ClientError(this.ctx.refusal);
     const filtered = filterStartupParams(startupParams);
+    // tls.mode require: as a pg_hba.conf of `hostssl` lines only, a plaintext client is refused
+    // after its StartupMessage (issue 16 item 6).
+    if (config.tls?.mode === 'require' && !(this.client instanceof tls.TLSSocket)) {
+      throw new ClientError({
+        severity: 'FATAL',
+        code: '28000',
+        message: `connection requires TLS: user "${filtered.user}", database "${filtered.database}", no encryption`,
+        hint: 'Connect with sslmode=require (or verify-full with the proxy’s CA).',
+      });
+    }
     const now = Date.now();
     const principal = findPrincipal(config, filtered.user, now);
     await this.authenticate(queue, filtered.user, principal);
@@ -316,8 +328,11 @@ export class ClientSession {
         ...(access.detail ? { detail: access.detail } : {}),
       });
     }
-    const db = config.databases[filtered.database] as { url: string };
+    const db = config.databases[filtered.database] as Config['databases'][string];
     let target = parseUpstreamUrl(db.url);
+    const configDir = path.dirname(this.ctx.config().file);
+    const dbClient = pgClientConfig(db, configDir);
+    const secure = upstreamTls(db, configDir);
     let setLogin: SetLogin | undefined;
     try {
       setLogin = await this.ctx.managed.loginFor(config, filtered.database, resolution.roles);
@@ -336,7 +351,7 @@ export class ClientSession {
     );
     try {
       try {
-        upstream = await connectUpstream(target, params, config.limits.connect_timeout_ms);
+        upstream = await connectUpstream(target, params, config.limits.connect_timeout_ms, secure);
       } catch (e) {
         // A set login whose password was changed behind pgwarden's back is taken back (issue 17).
         if (!(setLogin && e instanceof UpstreamError && e.fields.code === '28P01')) throw e;
@@ -348,7 +363,7 @@ export class ClientSession {
           throw m;
         }
         target = { ...target, user: setLogin.user, password: setLogin.password };
-        upstream = await connectUpstream(target, params, config.limits.connect_timeout_ms);
+        upstream = await connectUpstream(target, params, config.limits.connect_timeout_ms, secure);
       }
     } catch (e) {
       if (e instanceof UpstreamError) {
@@ -399,7 +414,7 @@ export class ClientSession {
     }
     let catalog: Awaited<ReturnType<CatalogSource['get']>>;
     try {
-      catalog = await this.ctx.catalogs.get(filtered.database, db.url);
+      catalog = await this.ctx.catalogs.get(filtered.database, dbClient);
     } catch (e) {
       upstream.socket.destroy();
       // The reason (a socket error names the upstream's address) is for the log only (issue 16 item 8).
@@ -474,7 +489,7 @@ export class ClientSession {
           // At most one refresh a second per database: unknown names must not drive catalog reads.
           if (refresh && this.ctx.catalogs.refresh(database, CATALOG_REFRESH_MIN_MS))
             this.ownCatalog = undefined;
-          return this.ownCatalog ?? this.ctx.catalogs.get(database, db.url);
+          return this.ownCatalog ?? this.ctx.catalogs.get(database, dbClient);
         },
         catalogNow: () => {
           this.dropStaleOwnCatalog(database);

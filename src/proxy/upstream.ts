@@ -1,8 +1,10 @@
 // Opens one authenticated upstream session (startup, SCRAM/md5/cleartext/trust) with the server-held credentials.
 import crypto from 'node:crypto';
 import net from 'node:net';
+import tls from 'node:tls';
 import { serialize } from 'pg-protocol';
 import { ScramClientExchange } from '../auth/scram-client.js';
+import type { UpstreamTls } from '../catalog/upstream-tls.js';
 import {
   decodeAuthentication,
   decodeBackendKeyData,
@@ -12,6 +14,7 @@ import {
 } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
+import { sslRequest } from '../wire/frontend-encode.js';
 
 /** Where and as whom to log in upstream, parsed from a `postgres://` URL of the config. */
 export interface UpstreamTarget {
@@ -92,16 +95,22 @@ function md5Password(user: string, password: string, salt: Buffer): string {
  * Rejects with {@link UpstreamError}: the server's own ErrorResponse (e.g. 28P01, 3D000,
  * 53300), or 08006 connection_failure for a socket error, a timeout (`timeoutMs`), or an
  * authentication method it cannot answer (GSS, SSPI, a password the URL does not hold).
- * Source: PostgreSQL protocol 55.2.1 "Start-up" and 55.3 "SASL Authentication".
+ * With `secure` (the database's sslmode is not `disable`), an SSLRequest goes first and the session
+ * runs over TLS; a server that answers `N`, or whose certificate fails the mode's checks, is 08006
+ * (the reason in `logDetail`).
+ * Source: PostgreSQL protocol 55.2.1 "Start-up", 55.2.10 "SSL Session Encryption" and 55.3
+ * "SASL Authentication".
  */
 export function connectUpstream(
   target: UpstreamTarget,
   params: ReadonlyMap<string, string>,
   timeoutMs: number,
+  secure?: UpstreamTls,
 ): Promise<UpstreamSession> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: target.host, port: target.port });
-    socket.setNoDelay(true);
+    const raw = net.connect({ host: target.host, port: target.port });
+    raw.setNoDelay(true);
+    let socket: net.Socket = raw;
     const framer = new MessageFramer({ maxMessageBytes: 1 << 24, startup: false });
     const parameters = new Map<string, string>();
     const parameterMessages: Buffer[] = [];
@@ -113,9 +122,11 @@ export function connectUpstream(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      socket.removeAllListeners();
-      socket.on('error', () => {});
-      socket.destroy();
+      for (const s of new Set([raw, socket])) {
+        s.removeAllListeners();
+        s.on('error', () => {});
+        s.destroy();
+      }
       reject(err);
     };
     const timer = setTimeout(
@@ -178,7 +189,7 @@ export function connectUpstream(
       }
     };
 
-    socket.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       if (settled) return;
       try {
         const frames = framer.push(chunk);
@@ -210,16 +221,41 @@ export function connectUpstream(
           e instanceof UpstreamError ? e : connectionFailure('upstream startup failed', (e as Error).message),
         );
       }
-    });
-    socket.on('error', (e) => fail(connectionFailure('could not connect to the upstream server', e.message)));
-    socket.on('close', () =>
-      fail(connectionFailure('the upstream server closed the connection during startup')),
-    );
-    socket.on('connect', () => {
+    };
+    const watch = (s: net.Socket) => {
+      s.on('error', (e) => fail(connectionFailure('could not connect to the upstream server', e.message)));
+      s.on('close', () =>
+        fail(connectionFailure('the upstream server closed the connection during startup')),
+      );
+    };
+    const startup = () => {
       const options: Record<string, string> = Object.fromEntries(params);
       options.user = target.user;
       options.database = target.database;
+      socket.on('data', onData);
       socket.write(serialize.startup(options));
+    };
+    watch(raw);
+    raw.once('connect', () => {
+      if (!secure) return startup();
+      raw.write(sslRequest());
+      raw.once('data', (answer: Buffer) => {
+        if (answer[0] !== 0x53 || answer.length !== 1) {
+          // 'N', or bytes after 'S' that would be read as if encrypted (CVE-2021-23222).
+          fail(
+            connectionFailure(
+              'could not open an encrypted session on the upstream server',
+              `sslmode ${secure.mode}: the server answered ${answer[0] === 0x4e ? 'N (no SSL)' : 'unexpectedly'}`,
+            ),
+          );
+          return;
+        }
+        raw.removeAllListeners('close');
+        const t = tls.connect({ ...secure.options, socket: raw });
+        socket = t;
+        watch(t);
+        t.once('secureConnect', startup);
+      });
     });
   });
 }
