@@ -327,6 +327,18 @@ export const configSchema = z
         auth_failure_delay_ms: z.number().int().min(0).default(500),
         shutdown_grace_ms: z.number().int().min(0).default(10_000),
         connect_timeout_ms: z.number().int().positive().default(10_000),
+        /**
+         * How long a client has from its first byte to a completed login (PostgreSQL's
+         * authentication_timeout, here 10 s by default); then FATAL and closed.
+         */
+        authentication_timeout_ms: z.number().int().positive().default(10_000),
+        /**
+         * Connections still logging in, counted apart from `max_client_connections` (which counts
+         * logged-in sessions): at most this many at once, and at most `max_pending_per_address`
+         * from one client address. Over either, FATAL 53300 at once (issue 16 item 5).
+         */
+        max_pending_connections: z.number().int().positive().default(256),
+        max_pending_per_address: z.number().int().positive().default(128),
       })
       .strict()
       .default({}),

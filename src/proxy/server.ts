@@ -12,25 +12,33 @@ import { configEpoch } from '../policy/policy-document.js';
 import { ManagedRoles } from '../roles/managed-roles.js';
 import type { AnalysisCacheStats } from '../sql/analysis-cache.js';
 import { createAnalysisCache } from '../sql/analyze.js';
-import type { ErrorFields } from '../wire/backend.js';
+import { type ErrorFields, errorResponse } from '../wire/backend.js';
 import { AuditLog } from './audit.js';
 import { CancelRegistry } from './cancel-registry.js';
 import { CatalogSource } from './catalog-source.js';
-import { ClientSession } from './session.js';
+import { ClientError, ClientSession } from './session.js';
 import { authSecretFor, VerifierCache } from './verifier-cache.js';
 
 /** How often open sessions are checked for an API key that expired meanwhile (ms). */
 const EXPIRY_CHECK_MS = 30_000;
 
-/** Clients refused for the connection limit that may wait for their StartupMessage at once. */
-const MAX_PENDING_REFUSALS = 64;
+/**
+ * Refused clients whose socket is kept open a moment after the error was written, so that their
+ * StartupMessage arriving meanwhile is read (not answered with a reset that could discard the
+ * error before the client reads it). Over this many at once, a refused socket is closed at once.
+ */
+const MAX_LINGERING_REFUSALS = 4096;
+/** How long a refused socket lingers (ms). */
+const REFUSAL_LINGER_MS = 2000;
 
 /** A running proxy: its bound address, and how to reload or stop it. */
 export interface ProxyServer {
   /** The bound address (the real port when the config says port 0). */
   readonly address: { host: string; port: number };
-  /** Number of open client sessions. */
+  /** Number of logged-in client sessions (connections still logging in are not counted). */
   readonly sessionCount: () => number;
+  /** Number of connections still logging in (issue 16 item 5). */
+  readonly pendingCount: () => number;
   /** Read-only counters for metrics and the benchmark: the analysis cache's hits and misses so far. */
   stats(): { analysis: AnalysisCacheStats };
   /** The epoch of the policy in force (issue 19), as stamped on audit lines. */
@@ -48,6 +56,13 @@ export interface ProxyServer {
   close(graceMs?: number): Promise<void>;
 }
 
+/** PostgreSQL's answer over max_connections (postmaster.c). */
+const TOO_MANY: ErrorFields = {
+  severity: 'FATAL',
+  code: '53300',
+  message: 'sorry, too many clients already',
+};
+
 function loadTls(loaded: LoadedConfig): tls.SecureContext | undefined {
   const t = loaded.config.tls;
   if (!t) return undefined;
@@ -60,10 +75,6 @@ function loadTls(loaded: LoadedConfig): tls.SecureContext | undefined {
 }
 
 /**
- * Starts listening on the config's `listen` address. Resolves once bound; rejects when the
- * address cannot be bound (EADDRINUSE, EACCES) or the TLS files cannot be read.
- * Over `limits.max_client_connections`, a new client gets FATAL 53300 too_many_connections.
- */
 /** Options of {@link startProxy}. */
 export interface ProxyOptions {
   /**
@@ -77,6 +88,15 @@ export interface ProxyOptions {
   readonly auditLogger?: Logger;
 }
 
+/**
+ * Starts listening on the config's `listen` address. Resolves once bound; rejects when the
+ * address cannot be bound (EADDRINUSE, EACCES) or the TLS files cannot be read.
+ * Limits (issue 16 item 5): over `limits.max_client_connections` logged-in sessions, a new client
+ * gets FATAL 53300 too_many_connections after its StartupMessage (a CancelRequest is still
+ * served); over `max_pending_connections` connections still logging in, or
+ * `max_pending_per_address` from one address, FATAL 53300 is written at once; a login not done
+ * within `authentication_timeout_ms` is closed. Refused clients always get an ErrorResponse.
+ */
 export async function startProxy(
   initial: LoadedConfig,
   logger: Logger,
@@ -102,24 +122,66 @@ export async function startProxy(
   const audit = new AuditLog(opts.auditLogger ?? logger, () => configEpoch(current.config));
   let nextId = 1;
   let closing = false;
-  let refusing = 0;
+  /** Connections that have not logged in yet (issue 16 item 5), in all and per client address. */
+  const pending = new Set<ClientSession>();
+  const pendingByAddress = new Map<string, number>();
+  let lingering = 0;
 
-  const server = net.createServer({ noDelay: true }, (socket) => {
-    const id = nextId++;
-    const overLimit = sessions.size >= current.config.limits.max_client_connections;
-    // Refused clients still get a real FATAL after their StartupMessage, but only so many at once.
-    if ((closing || overLimit) && refusing >= MAX_PENDING_REFUSALS) {
+  /** Writes `fields` as FATAL at once and closes; the client's bytes meanwhile are read and dropped. */
+  const refuseNow = (socket: net.Socket, fields: ErrorFields) => {
+    socket.on('error', () => {});
+    if (lingering >= MAX_LINGERING_REFUSALS) {
       socket.destroy();
       return;
     }
+    lingering++;
+    socket.end(errorResponse(fields));
+    socket.resume();
+    const timer = setTimeout(() => socket.destroy(), REFUSAL_LINGER_MS);
+    timer.unref();
+    socket.once('close', () => {
+      lingering--;
+      clearTimeout(timer);
+    });
+  };
+
+  const server = net.createServer({ noDelay: true }, (socket) => {
+    const id = nextId++;
+    const limits = current.config.limits;
+    const address = socket.remoteAddress ?? '';
+    const fromAddress = pendingByAddress.get(address) ?? 0;
+    // Handshakes have their own limits, so idle or slow logins never lock out the sessions.
+    if (pending.size >= limits.max_pending_connections || fromAddress >= limits.max_pending_per_address) {
+      const perAddress = pending.size < limits.max_pending_connections;
+      logger.warn(
+        { event: 'refused', reason: '53300', pending: pending.size, address },
+        'connection refused',
+      );
+      refuseNow(socket, {
+        severity: 'FATAL',
+        code: '53300',
+        message: perAddress
+          ? 'sorry, too many connections from this address are logging in at once'
+          : 'sorry, too many connections are logging in at once',
+      });
+      return;
+    }
+    // Over the session limit (or shutting down), the client still gets its FATAL after its
+    // StartupMessage, as from PostgreSQL, and a CancelRequest is still served.
     let refusal: ErrorFields | undefined;
     if (closing) refusal = { severity: 'FATAL', code: '57P03', message: 'the proxy is shutting down' };
-    else if (overLimit)
-      refusal = { severity: 'FATAL', code: '53300', message: 'sorry, too many clients already' };
-    if (refusal) {
-      refusing++;
-      logger.warn({ conn: id, event: 'refused', reason: refusal.code }, 'connection refused');
-    }
+    else if (sessions.size >= limits.max_client_connections) refusal = TOO_MANY;
+    if (refusal) logger.warn({ event: 'refused', reason: refusal.code }, 'connection refused');
+    pendingByAddress.set(address, fromAddress + 1);
+    let counted = true;
+    const unpend = (s: ClientSession) => {
+      if (!counted) return;
+      counted = false;
+      pending.delete(s);
+      const n = (pendingByAddress.get(address) ?? 1) - 1;
+      if (n <= 0) pendingByAddress.delete(address);
+      else pendingByAddress.set(address, n);
+    };
     const session = new ClientSession(socket, id, {
       config: () => current,
       logger,
@@ -133,16 +195,19 @@ export async function startProxy(
       managed,
       connection: opts.connection ?? current.config.mode,
       ...(refusal ? { refusal } : {}),
+      admit: (s) => {
+        unpend(s);
+        if (closing) return { severity: 'FATAL', code: '57P03', message: 'the proxy is shutting down' };
+        if (sessions.size >= current.config.limits.max_client_connections) return TOO_MANY;
+        sessions.add(s);
+        return undefined;
+      },
       onClose: (s) => {
-        if (refusal) refusing--;
-        else sessions.delete(s);
+        unpend(s);
+        sessions.delete(s);
       },
     });
-    if (refusal) {
-      void session.run();
-      return;
-    }
-    sessions.add(session);
+    pending.add(session);
     void session.run();
   });
   server.maxConnections = 100_000;
@@ -167,6 +232,7 @@ export async function startProxy(
   return {
     address: { host: addr.address, port: addr.port },
     sessionCount: () => sessions.size,
+    pendingCount: () => pending.size,
     stats: () => ({ analysis: analyses.stats() }),
     managed,
     epoch: () => configEpoch(current.config),
@@ -187,9 +253,18 @@ export async function startProxy(
       managed.close();
       const stopped = new Promise<void>((r) => server.close(() => r()));
       for (const s of sessions) s.shutdown();
+      for (const s of pending)
+        s.terminate(
+          new ClientError({
+            severity: 'FATAL',
+            code: '57P01',
+            message: 'terminating connection due to administrator command',
+          }),
+        );
       const deadline = Date.now() + graceMs;
       while (sessions.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       for (const s of sessions) s.terminate();
+      for (const s of pending) s.terminate();
       await stopped;
       logger.info({ event: 'stopped' }, 'pgwarden stopped');
     },

@@ -60,7 +60,7 @@ const CATALOG_REFRESH_MIN_MS = 1000;
 /** Versions of in-band catalogs count down from -1, apart from the shared catalogs' positive ones. */
 let nextOwnCatalogVersion = -1;
 
-/** PostgreSQL's authentication_timeout default: a client has 60 s to finish logging in. */
+/** Each start-up message waits at most this long; the whole login is bounded by limits.authentication_timeout_ms. */
 const AUTH_TIMEOUT_MS = 60_000;
 /** Pre-authentication messages are small (PostgreSQL's PG_MAX_AUTH_TOKEN_LENGTH is 65535 bytes). */
 const AUTH_MAX_MESSAGE_BYTES = 65_536;
@@ -86,6 +86,11 @@ export interface SessionContext {
    * packet first, then answers FATAL 53300 too_many_connections or 57P03 cannot_connect_now).
    */
   readonly refusal?: ErrorFields;
+  /**
+   * Called once when the client has authenticated: the server counts it as a session from now on,
+   * or returns the FATAL to refuse it with (53300 over max_client_connections, 57P03 shutting down).
+   */
+  readonly admit: (session: ClientSession) => ErrorFields | undefined;
   /** Called once when the session has ended (both sockets closed). */
   readonly onClose: (session: ClientSession) => void;
 }
@@ -152,6 +157,7 @@ export class ClientSession {
   private setLogin: { readonly login: SetLogin; readonly roles: readonly string[] } | undefined;
   /** The upstream login's name: the set login, or the url's login. */
   private upstreamUser = '';
+  private loginTimer: NodeJS.Timeout | undefined;
 
   constructor(
     socket: net.Socket,
@@ -172,6 +178,12 @@ export class ClientSession {
       { event: 'connect', remote: `${this.client.remoteAddress}:${this.client.remotePort}` },
       'connection',
     );
+    // authentication_timeout: the whole login, from the first byte (issue 16 item 5).
+    this.loginTimer = setTimeout(() => {
+      this.log.info({ event: 'auth-timeout' }, 'login not completed in time');
+      this.terminate(fatal('57014', 'canceling authentication due to timeout'));
+    }, this.ctx.config().config.limits.authentication_timeout_ms);
+    this.loginTimer.unref();
     try {
       await this.startup();
     } catch (e) {
@@ -305,6 +317,9 @@ export class ClientSession {
     const now = Date.now();
     const principal = findPrincipal(config, filtered.user, now);
     await this.authenticate(queue, filtered.user, principal);
+    clearTimeout(this.loginTimer);
+    const refused = this.ctx.admit(this);
+    if (refused) throw new ClientError(refused);
     if (queue.queued > 0 || queue.currentFramer.buffered > 0) {
       throw new ProtocolError('unexpected message before authentication completed');
     }
@@ -597,6 +612,7 @@ export class ClientSession {
   private close(reason: string): void {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.loginTimer);
     this.relay?.stop();
     if (this.cancelKey !== undefined) this.ctx.cancels.release(this.cancelKey);
     if (this.setLogin) this.ctx.managed.using(this.database, this.setLogin.login.user, -1);
