@@ -326,6 +326,11 @@ export const configSchema = z
           .default(64 << 20),
         auth_failure_delay_ms: z.number().int().min(0).default(500),
         shutdown_grace_ms: z.number().int().min(0).default(10_000),
+        /**
+         * After the grace period, how long a statement still running has to answer the CancelRequest
+         * pgwarden sends for it before its upstream session is terminated (issue 16 item 1).
+         */
+        shutdown_cancel_wait_ms: z.number().int().min(0).default(5_000),
         connect_timeout_ms: z.number().int().positive().default(10_000),
         /**
          * How long a client has from its first byte to a completed login (PostgreSQL's

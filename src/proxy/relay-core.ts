@@ -195,6 +195,36 @@ export abstract class RelayCore {
     this.closed = true;
   }
 
+  /** Set by {@link ignoreClient}: the client's further messages are dropped unread. */
+  protected ignoringClient = false;
+  /** SQLSTATE of the last ErrorResponse the upstream sent since {@link forgetLastError}. */
+  lastErrorCode: string | undefined;
+
+  /**
+   * The session is ending (shutdown, issue 16 item 1): what the client sends from now on is
+   * dropped, queued messages not yet sent are dropped too, and the client socket is paused.
+   */
+  ignoreClient(): void {
+    this.ignoringClient = true;
+    this.inbox.length = 0;
+    this.o.client.pause();
+  }
+
+  /** Clears {@link lastErrorCode}. */
+  forgetLastError(): void {
+    this.lastErrorCode = undefined;
+  }
+
+  /** Resolves true once no replies are owed (polled every 10 ms), false after `timeoutMs`. */
+  async idle(timeoutMs: number): Promise<boolean> {
+    const end = Date.now() + timeoutMs;
+    while (this.busy && !this.closed) {
+      if (Date.now() >= end) return false;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return !this.closed;
+  }
+
   protected send(bytes: Buffer): void {
     // What went up decides whether an implicit extended-protocol transaction is open there.
     const code = bytes[0] as number;

@@ -1,4 +1,4 @@
-// pgwarden's own catalog reads on a session's upstream connection, their replies consumed by the relay.
+// pgwarden's own catalog reads (and other own statements) on a session's upstream connection, their replies consumed by the relay.
 import pg from 'pg';
 import { buildCatalog, CATALOG_READS } from '../catalog/read-catalog.js';
 import type { Catalog } from '../catalog/types.js';
@@ -87,6 +87,21 @@ export abstract class InBandCatalogRelay extends RelayCore {
       });
       this.send(encodeQuery(sql));
     });
+  }
+  /**
+   * Runs `sql` (pgwarden's own statement, e.g. the ROLLBACK at shutdown) on this session's
+   * upstream connection, its replies consumed here. Only when no replies are owed. Resolves true
+   * when it ran without error within `timeoutMs` (after a ROLLBACK the status is idle), false
+   * otherwise; never rejects. Source: issue 16 item 1.
+   */
+  runInternal(sql: string, timeoutMs: number): Promise<boolean> {
+    if (this.expects.length > 0) return Promise.resolve(false);
+    const ran = this.internal(sql).then((ok) => {
+      if (ok && /^\s*rollback\s*;?\s*$/i.test(sql)) this.status = 'I';
+      return ok;
+    });
+    this.o.upstream.socket.uncork();
+    return Promise.race([ran, new Promise<boolean>((r) => setTimeout(() => r(false), timeoutMs).unref())]);
   }
 
   /** After a failed in-band read: ROLLBACK (it was ours) or back to the savepoint (the client's transaction). */

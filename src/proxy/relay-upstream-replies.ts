@@ -129,6 +129,7 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
   /** An upstream ErrorResponse: ours instead for a probe, redacted where the statement touches hidden columns. */
   private error(f: Frame): Buffer | null {
     const head = this.expects[0];
+    this.lastErrorCode = decodeErrorResponse(f.payload).code;
     this.o.gateSession.paths.statementFailed();
     if (head?.t === 'probe') {
       if (!head.untilReady) this.expects.shift();

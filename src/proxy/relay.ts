@@ -45,6 +45,7 @@ export class Relay extends UpstreamRepliesRelay {
   // ---------------------------------------------------------------------------------------------
 
   private fromClient(chunk: Buffer): void {
+    if (this.ignoringClient) return;
     let frames: Frame[];
     try {
       frames = this.framer.push(chunk);
@@ -73,7 +74,7 @@ export class Relay extends UpstreamRepliesRelay {
           up.uncork();
           this.o.client.pause();
           await pending;
-          this.o.client.resume();
+          if (!this.ignoringClient) this.o.client.resume();
           up.cork();
         }
       }
@@ -86,7 +87,7 @@ export class Relay extends UpstreamRepliesRelay {
     }
     if (up.writableNeedDrain) {
       this.o.client.pause();
-      up.once('drain', () => this.o.client.resume());
+      up.once('drain', () => !this.ignoringClient && this.o.client.resume());
     }
   }
 

@@ -51,7 +51,9 @@ export interface ProxyServer {
   reload(next: LoadedConfig): void;
   /**
    * Stops accepting, lets running statements finish for `graceMs` (default: the config's
-   * limits.shutdown_grace_ms), then closes every session (FATAL 57P01 to idle ones).
+   * limits.shutdown_grace_ms), then cancels what still runs (terminating its upstream backend
+   * after limits.shutdown_cancel_wait_ms), rolls back open transactions and closes every session
+   * with FATAL 57P01 saying what became of its statement (issue 16 item 1).
    */
   close(graceMs?: number): Promise<void>;
 }
@@ -263,6 +265,10 @@ export async function startProxy(
         );
       const deadline = Date.now() + graceMs;
       while (sessions.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      // Statements still running are canceled (their upstream backend terminated if they do not
+      // answer), open transactions rolled back, and each client told what became of them.
+      const cancelWait = current.config.limits.shutdown_cancel_wait_ms;
+      await Promise.all([...sessions].map((s) => s.endAfterGrace(cancelWait)));
       for (const s of sessions) s.terminate();
       for (const s of pending) s.terminate();
       await stopped;

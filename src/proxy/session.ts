@@ -49,10 +49,16 @@ import {
   connectUpstream,
   parseUpstreamUrl,
   sendUpstreamCancel,
+  terminateUpstreamBackend,
   UpstreamError,
   type UpstreamSession,
 } from './upstream.js';
 import type { VerifierCache } from './verifier-cache.js';
+
+/** PostgreSQL's message for FATAL 57P01 admin_shutdown. */
+const ADMIN_SHUTDOWN = 'terminating connection due to administrator command';
+/** How long the ROLLBACK of a session idle in a transaction may take at shutdown (ms). */
+const SHUTDOWN_ROLLBACK_MS = 5000;
 
 /** The shortest time between two catalog reads forced by unknown names (ms). */
 const CATALOG_REFRESH_MIN_MS = 1000;
@@ -126,6 +132,10 @@ export class ClientSession {
   private closed = false;
   private relay: Relay | undefined;
   private draining = false;
+  /** The shutdown's cancel-and-rollback has begun ({@link endAfterGrace}). */
+  private ending = false;
+  /** Cancel the upstream's running statement; terminate the upstream backend (true when it was). */
+  private upstreamControl: { cancel(): Promise<void>; terminate(): Promise<boolean> } | undefined;
   private roles: readonly string[] = [];
   /** The policy this session decides under; replaced on reload. */
   private policy: Config | undefined;
@@ -197,12 +207,92 @@ export class ClientSession {
   }
 
   /**
-   * Graceful shutdown: an idle session is closed now with FATAL 57P01 admin_shutdown; a busy one
-   * after its running statements answer ReadyForQuery.
+   * Graceful shutdown: an idle session is closed now with FATAL 57P01 admin_shutdown (an open
+   * transaction rolled back first); a busy one after its running statements answer ReadyForQuery.
    */
   shutdown(): void {
     this.draining = true;
-    if (!this.busy) this.terminate(fatal('57P01', 'terminating connection due to administrator command'));
+    if (this.busy || this.ending) return;
+    if (this.relay && this.relay.transactionStatus !== 'I') void this.endAfterGrace(SHUTDOWN_ROLLBACK_MS);
+    else this.terminate(fatal('57P01', ADMIN_SHUTDOWN));
+  }
+
+  /**
+   * The end of the shutdown grace period (issue 16 item 1). The client's further input is
+   * ignored; a statement still running gets an upstream CancelRequest and `cancelWaitMs` to
+   * answer (its ErrorResponse or completion is relayed to the client as usual), else its upstream
+   * backend is terminated (pg_terminate_backend: it had no effect). An open transaction is rolled
+   * back upstream. Then the client gets FATAL 57P01 whose DETAIL says what became of the
+   * statement and the transaction, and the session closes. Never rejects.
+   */
+  async endAfterGrace(cancelWaitMs: number): Promise<void> {
+    const relay = this.relay;
+    if (this.closed || this.ending) return;
+    if (!relay) {
+      this.terminate(fatal('57P01', ADMIN_SHUTDOWN));
+      return;
+    }
+    this.ending = true;
+    relay.ignoreClient();
+    const facts: string[] = [];
+    let killed = false;
+    try {
+      if (relay.busy) {
+        relay.forgetLastError();
+        await this.upstreamControl?.cancel();
+        if (await relay.idle(cancelWaitMs)) {
+          const code = relay.lastErrorCode;
+          facts.push(
+            code === undefined
+              ? 'The statement running at shutdown completed.'
+              : code === '57014'
+                ? 'The statement running at shutdown was canceled and had no effect.'
+                : `The statement running at shutdown failed (SQLSTATE ${code}) and had no effect.`,
+          );
+        } else {
+          killed = await this.terminateUpstream();
+          facts.push(
+            killed
+              ? 'The statement running at shutdown did not answer a cancel request; its upstream session was terminated, so it had no effect.'
+              : 'The statement running at shutdown did not answer a cancel request and its upstream session could not be terminated: its outcome is unknown.',
+          );
+        }
+      }
+      if (!killed && !this.closed && relay.transactionStatus !== 'I') {
+        const rolledBack = await relay.runInternal('ROLLBACK', cancelWaitMs);
+        if (rolledBack) facts.push('The open transaction was rolled back.');
+        else {
+          killed = await this.terminateUpstream();
+          facts.push(
+            killed
+              ? 'The open transaction was rolled back (its upstream session was terminated).'
+              : 'The open transaction could not be rolled back: its upstream session was closed, which aborts it.',
+          );
+        }
+      } else if (killed) facts.push('Any open transaction was rolled back with it.');
+    } catch (e) {
+      this.log.error({ event: 'shutdown-failed', err: (e as Error).message }, 'shutdown of a session failed');
+    }
+    this.log.info({ event: 'shutdown-session', detail: facts.join(' ') }, 'session ended by shutdown');
+    this.terminate(
+      new ClientError({
+        severity: 'FATAL',
+        code: '57P01',
+        message: ADMIN_SHUTDOWN,
+        ...(facts.length > 0 ? { detail: facts.join(' ') } : {}),
+      }),
+    );
+  }
+
+  /**
+   * Terminates the upstream backend at shutdown; its own FATAL and close no longer reach the
+   * client (the session's FATAL 57P01 says what happened). True when it was terminated.
+   */
+  private async terminateUpstream(): Promise<boolean> {
+    const socket = this.upstream?.socket;
+    socket?.removeAllListeners('data');
+    socket?.resume();
+    return (await this.upstreamControl?.terminate()) ?? false;
   }
 
   /**
@@ -457,6 +547,10 @@ export class ClientSession {
       cancel: () => sendUpstreamCancel(target, upstream.processId, upstream.secretKey),
     });
     this.cancelKey = key.processId;
+    this.upstreamControl = {
+      cancel: () => sendUpstreamCancel(target, upstream.processId, upstream.secretKey),
+      terminate: () => terminateUpstreamBackend(dbClient, upstream.processId),
+    };
     this.client.cork();
     for (const m of upstream.parameterMessages) this.client.write(m);
     this.client.write(backendKeyData(key.processId, key.secretKey));
@@ -541,13 +635,13 @@ export class ClientSession {
       terminate: (f) => this.terminate(f ? new ClientError(f) : undefined),
       onTransactionStatus: () => {
         // After the ReadyForQuery has been written: a draining session closes between statements.
-        if (this.draining) setImmediate(() => !this.busy && this.shutdown());
+        if (this.draining && !this.ending) setImmediate(() => !this.busy && this.shutdown());
       },
     });
     this.relay = relay;
     upstream.socket.on('error', (e) => this.log.warn({ err: e.message }, 'upstream socket error'));
     upstream.socket.on('close', () => {
-      if (!this.closed) {
+      if (!this.closed && !this.ending) {
         this.log.info({ event: 'upstream-closed' }, 'upstream closed');
         this.client.end();
         this.close('upstream closed');

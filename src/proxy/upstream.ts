@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
+import pg from 'pg';
 import { serialize } from 'pg-protocol';
 import { ScramClientExchange } from '../auth/scram-client.js';
 import type { UpstreamTls } from '../catalog/upstream-tls.js';
@@ -284,4 +285,25 @@ export function sendUpstreamCancel(
     socket.on('close', () => resolve());
     socket.setTimeout(5000, () => socket.destroy());
   });
+}
+
+/**
+ * Ends upstream backend `pid` with `pg_terminate_backend` over a new connection with the same
+ * login (`config`, see pgClientConfig; a role may signal its own backends): its running
+ * statement and open transaction are rolled back. Resolves true when the server reported the
+ * backend terminated (within 5 s); never rejects. Source: PostgreSQL 15 docs 9.27.2 "Server
+ * Signaling Functions".
+ */
+export async function terminateUpstreamBackend(config: pg.ClientConfig, pid: number): Promise<boolean> {
+  const client = new pg.Client({ ...config, connectionTimeoutMillis: 5000, query_timeout: 5000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    const r = await client.query<{ done: boolean }>('SELECT pg_terminate_backend($1, 5000) AS done', [pid]);
+    return r.rows[0]?.done === true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
 }

@@ -1,0 +1,115 @@
+// Shutdown after the grace period: running statements are canceled, open transactions rolled back, and each client told so (issue 16 item 1).
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { demoConfigObject, startTestProxy } from '../../helpers/proxy.js';
+
+const TABLE = 'shutdown_probe';
+let direct: pg.Client;
+
+beforeAll(async () => {
+  const info = inject('pg');
+  direct = new pg.Client({
+    host: info.host,
+    port: info.port,
+    user: info.superuser,
+    password: info.superuserPassword,
+    database: 'demo',
+  });
+  await direct.connect();
+  await direct.query(`DROP TABLE IF EXISTS ${TABLE}; CREATE TABLE ${TABLE} (who text)`);
+  await direct.query(`GRANT ALL ON ${TABLE} TO pgwarden_app`);
+});
+afterAll(async () => {
+  await direct.query(`DROP TABLE IF EXISTS ${TABLE}`);
+  await direct.end();
+});
+
+/** A dba client whose errors (the FATAL at shutdown) are collected, not thrown. */
+async function client(port: number): Promise<{ c: pg.Client; errors: pg.DatabaseError[] }> {
+  const c = new pg.Client({ connectionString: `postgres://dba:dba@127.0.0.1:${port}/demo` });
+  const errors: pg.DatabaseError[] = [];
+  c.on('error', (e) => errors.push(e as pg.DatabaseError));
+  await c.connect();
+  return { c, errors };
+}
+
+async function rows(): Promise<string[]> {
+  return (await direct.query<{ who: string }>(`SELECT who FROM ${TABLE} ORDER BY who`)).rows.map(
+    (r) => r.who,
+  );
+}
+
+describe('shutdown with statements still running at the end of the grace period', () => {
+  test('each running write is canceled, no open transaction commits, and the FATAL 57P01 says so', async () => {
+    const cfg = demoConfigObject();
+    cfg.limits = { auth_failure_delay_ms: 10, shutdown_grace_ms: 800, shutdown_cancel_wait_ms: 3000 };
+    const proxy = await startTestProxy(cfg);
+    const auto = await client(proxy.port);
+    const inTx = await client(proxy.port);
+    const idleTx = await client(proxy.port);
+    const quick = await client(proxy.port);
+    // An autocommit write that would commit at 4 s, long after the grace period.
+    const autoRun = auto.c
+      .query(`INSERT INTO ${TABLE} SELECT 'auto' FROM pg_sleep(4)`)
+      .catch((e: unknown) => e);
+    await inTx.c.query('BEGIN');
+    await inTx.c.query(`INSERT INTO ${TABLE} VALUES ('in-tx')`);
+    const inTxRun = inTx.c.query('SELECT pg_sleep(4)').catch((e: unknown) => e);
+    await idleTx.c.query('BEGIN');
+    await idleTx.c.query(`INSERT INTO ${TABLE} VALUES ('idle-tx')`);
+    const quickRun = quick.c.query(`INSERT INTO ${TABLE} SELECT 'quick' FROM pg_sleep(0.3)`);
+    await new Promise((r) => setTimeout(r, 150));
+    const started = Date.now();
+    await proxy.server.close();
+    const took = Date.now() - started;
+
+    // The statement that finished within the grace period committed; nothing else did, ever.
+    await quickRun;
+    expect((await autoRun) as pg.DatabaseError).toMatchObject({ code: '57014' });
+    expect((await inTxRun) as pg.DatabaseError).toMatchObject({ code: '57014' });
+    expect(auto.errors[0]).toMatchObject({
+      severity: 'FATAL',
+      code: '57P01',
+      message: 'terminating connection due to administrator command',
+      detail: 'The statement running at shutdown was canceled and had no effect.',
+    });
+    expect(inTx.errors[0]).toMatchObject({
+      code: '57P01',
+      detail:
+        'The statement running at shutdown was canceled and had no effect. The open transaction was rolled back.',
+    });
+    expect(idleTx.errors[0]).toMatchObject({
+      code: '57P01',
+      detail: 'The open transaction was rolled back.',
+    });
+    expect(took).toBeLessThan(3000);
+    await new Promise((r) => setTimeout(r, 4500));
+    expect(await rows()).toEqual(['quick']);
+    // No upstream backend of these sessions is left.
+    const left = await direct.query(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = 'pgwarden_app' AND query LIKE '%pg_sleep(4)%'",
+    );
+    expect(left.rows[0].n).toBe(0);
+  }, 30_000);
+
+  test('a statement that does not answer the cancel in time has its upstream backend terminated', async () => {
+    await direct.query(`TRUNCATE ${TABLE}`);
+    const cfg = demoConfigObject();
+    cfg.limits = { auth_failure_delay_ms: 10, shutdown_grace_ms: 300, shutdown_cancel_wait_ms: 0 };
+    const proxy = await startTestProxy(cfg);
+    const auto = await client(proxy.port);
+    const run = auto.c
+      .query(`INSERT INTO ${TABLE} SELECT 'killed' FROM pg_sleep(3)`)
+      .catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 150));
+    await proxy.server.close();
+    // The statement never answered: the FATAL is what its query receives.
+    expect(auto.errors[0] ?? (await run)).toMatchObject({
+      code: '57P01',
+      detail:
+        'The statement running at shutdown did not answer a cancel request; its upstream session was terminated, so it had no effect. Any open transaction was rolled back with it.',
+    });
+    await new Promise((r) => setTimeout(r, 3500));
+    expect(await rows()).toEqual([]);
+  }, 30_000);
+});
