@@ -75,7 +75,8 @@ export type Expect =
       readonly started: number;
     }
   | { readonly t: 'close'; readonly undo: () => void }
-  | { readonly t: 'sync' }
+  /** A Sync; `error` (ours, for a Sync sent with a payload) goes out before its ReadyForQuery. */
+  | { readonly t: 'sync'; readonly error?: Buffer }
   /** pgwarden's own catalog read on this session: every reply is consumed here, none reaches the client. */
   | {
       readonly t: 'internal';

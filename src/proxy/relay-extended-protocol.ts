@@ -1,5 +1,6 @@
 // The extended-protocol flow: Parse, Bind, Describe, Execute and Close decided, prepared statements and portals tracked.
 
+import type { Catalog } from '../catalog/types.js';
 import type { Refusal } from '../policy/decision-types.js';
 import { decodeCommandComplete } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
@@ -9,6 +10,23 @@ import { type Expect, type PortalEntry, PROBE_STATEMENT, type PreparedEntry } fr
 import { SimpleQueryRelay } from './relay-simple-query.js';
 import { cursorPlan, type StatementPlan } from './statement-gate.js';
 
+/** Type OIDs of each catalog, for the parameter types of Parse. */
+const typeOids = new WeakMap<Catalog, ReadonlySet<number>>();
+
+/**
+ * The first of `oids` that is neither 0 (unspecified) nor a type of `catalog`; undefined when all
+ * are known, or when the catalog carries no types (nothing to check against).
+ */
+function unknownTypeOid(catalog: Catalog, oids: readonly number[]): number | undefined {
+  if (oids.every((o) => o === 0) || !catalog.types) return undefined;
+  let known = typeOids.get(catalog);
+  if (!known) {
+    known = new Set([...catalog.types.values()].map((t) => t.oid));
+    typeOids.set(catalog, known);
+  }
+  return oids.find((o) => o !== 0 && !known.has(o));
+}
+
 /**
  * The extended query protocol (protocol "Extended Query"): a statement is decided at Parse and
  * again at Bind when the search_path or catalog changed; portals and SQL cursors share one
@@ -16,7 +34,7 @@ import { cursorPlan, type StatementPlan } from './statement-gate.js';
  */
 export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
   protected parse(f: Frame): Promise<void> | undefined {
-    const { name, sql } = decodeParse(f.payload);
+    const { name, sql, paramTypes } = decodeParse(f.payload);
     this.startBatch();
     if (name === PROBE_STATEMENT) {
       this.refuseExtended({
@@ -33,6 +51,13 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
             sqlstate: '42601',
             message: 'cannot insert multiple commands into a prepared statement',
           });
+          return;
+        }
+        // Postgres answers a parameter type OID that names no type with XX000 ("cache lookup
+        // failed for type"): pgwarden refuses it first, as an undefined object (issue 16 item 4).
+        const unknown = unknownTypeOid(result.catalog, paramTypes);
+        if (unknown !== undefined) {
+          this.refuseExtended({ sqlstate: '42704', message: `type with OID ${unknown} does not exist` });
           return;
         }
         const entry: PreparedEntry = {

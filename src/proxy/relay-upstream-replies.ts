@@ -99,8 +99,10 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
     // message would have created or closed never happened upstream, so it is put back.
     const undos: (() => void)[] = [];
     let ended: Expect | undefined;
+    let error: Buffer | undefined;
     while (this.expects.length > 0) {
       const e = this.expects.shift() as Expect;
+      if (e.t === 'sync') error = e.error;
       if (e.t === 'sync' || e.t === 'query' || e.t === 'finish' || (e.t === 'probe' && e.untilReady)) {
         ended = e;
         break;
@@ -123,7 +125,7 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
     }
     this.o.gateSession.paths.ready(this.status);
     this.o.onTransactionStatus(this.status);
-    return f.bytes;
+    return error ? Buffer.concat([error, f.bytes]) : f.bytes;
   }
 
   /** An upstream ErrorResponse: ours instead for a probe, redacted where the statement touches hidden columns. */

@@ -1,7 +1,11 @@
 // The relay after start-up: every client message decided before it is sent, every reply checked and masked.
+
+import { errorResponse } from '../wire/backend.js';
 import { FrontendCode } from '../wire/codes.js';
 import type { Frame } from '../wire/framer.js';
-import type { ProtocolError } from '../wire/protocol-error.js';
+import { decodeEmpty } from '../wire/frontend.js';
+import { sync } from '../wire/frontend-encode.js';
+import { ProtocolError } from '../wire/protocol-error.js';
 import { UpstreamRepliesRelay } from './relay-upstream-replies.js';
 
 export type { RelayOptions } from './relay-core.js';
@@ -68,7 +72,14 @@ export class Relay extends UpstreamRepliesRelay {
     try {
       while (this.inbox.length > 0 && !this.closed) {
         const frame = this.inbox.shift() as Frame;
-        const pending = this.handleClient(frame);
+        let pending: Promise<void> | undefined;
+        try {
+          pending = this.handleClient(frame);
+        } catch (e) {
+          if (!(e instanceof ProtocolError)) throw e;
+          this.malformed(frame, e);
+          continue;
+        }
         if (pending) {
           // A catalog read (possibly on this very upstream connection) must not wait behind the cork.
           up.uncork();
@@ -91,7 +102,47 @@ export class Relay extends UpstreamRepliesRelay {
     }
   }
 
-  /** One client message; returns a promise when it must wait for a decision. */
+  /**
+   * A message that does not decode (issue 16 item 4), answered as PostgreSQL answers it: ERROR with
+   * the decoder's SQLSTATE (08P01 protocol_violation, 22021 for text that is not UTF-8) at that
+   * message, and the session goes on. The upstream's transaction fails the same way (a refusal
+   * probe): a Query gets its ReadyForQuery, an extended-protocol message (Sync and Flush with a
+   * payload included, as Postgres reads them in extended mode) skips to the next Sync. Nothing of
+   * the message is forwarded.
+   */
+  private malformed(f: Frame, e: ProtocolError): void {
+    this.o.log.info(
+      { event: 'malformed-message', type: String.fromCharCode(f.code), code: e.sqlstate, msg: e.message },
+      'malformed message from client',
+    );
+    const refusal = { sqlstate: e.sqlstate, message: e.message };
+    if (f.code === FrontendCode.Sync) {
+      // Postgres ends any skip at a Sync before reading it (SocketBackend), then fails on its
+      // payload: ERROR and ReadyForQuery, the implicit transaction aborted, nothing committed.
+      const error = errorResponse({ severity: 'ERROR', code: e.sqlstate, message: e.message });
+      if (this.skipping) {
+        // The upstream's transaction already failed with the error that began the skip.
+        this.skipping = false;
+        this.startBatch();
+        this.batchOpen = false;
+        this.expects.push({ t: 'sync', error });
+        this.send(sync());
+        return;
+      }
+      this.startBatch();
+      this.refuseSimple(refusal);
+      this.batchOpen = false;
+      this.extendedOpen = false;
+      return;
+    }
+    // While skipping to Sync, Postgres reads no other message at all.
+    if (this.skipping) return;
+    this.startBatch();
+    if (f.code === FrontendCode.Query) this.refuseSimple(refusal);
+    else this.refuseExtended(refusal);
+  }
+
+  /** One client message; returns a promise when it must wait for a decision. Throws ProtocolError for a malformed one. */
   private handleClient(f: Frame): Promise<void> | undefined {
     switch (f.code) {
       case FrontendCode.Query:
@@ -111,6 +162,7 @@ export class Relay extends UpstreamRepliesRelay {
         if (!this.skipping) this.close(f);
         return undefined;
       case FrontendCode.Sync:
+        decodeEmpty(f.payload, 'Sync');
         this.skipping = false;
         this.startBatch();
         this.batchOpen = false;
@@ -118,12 +170,16 @@ export class Relay extends UpstreamRepliesRelay {
         this.send(f.bytes);
         return undefined;
       case FrontendCode.Flush:
+        decodeEmpty(f.payload, 'Flush');
+        this.send(f.bytes);
+        return undefined;
       case FrontendCode.CopyData:
       case FrontendCode.CopyDone:
       case FrontendCode.CopyFail:
         this.send(f.bytes);
         return undefined;
       case FrontendCode.FunctionCall:
+        if (this.skipping) return undefined;
         this.startBatch();
         this.refuseSimple({
           sqlstate: '42501',

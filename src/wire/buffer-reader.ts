@@ -118,11 +118,38 @@ export class BufferReader {
 
 /**
  * Decodes `bytes` as strict UTF-8 (no replacement characters).
- * Throws ProtocolError 22021 character_not_in_repertoire on an invalid sequence.
+ * Throws ProtocolError 22021 character_not_in_repertoire on an invalid sequence, with PostgreSQL's
+ * message: `invalid byte sequence for encoding "UTF8": 0xc3 0x28` (the bytes of the first bad
+ * character, as report_invalid_encoding in src/backend/utils/mb/mbutils.c prints them).
+ * `what` and `field` are unused in the message (kept for callers naming the field).
  */
-export function utf8(bytes: Buffer, what: string, field: string): string {
+export function utf8(bytes: Buffer, _what: string, _field: string): string {
   if (!isUtf8(bytes)) {
-    throw new ProtocolError(`invalid byte sequence for encoding "UTF8" in ${what} ${field}`, '22021');
+    const at = firstInvalidUtf8(bytes);
+    const shown = bytes.subarray(at, Math.min(bytes.length, at + utf8Length(bytes[at] as number)));
+    const hex = [...shown].map((b) => `0x${b.toString(16).padStart(2, '0')}`).join(' ');
+    throw new ProtocolError(`invalid byte sequence for encoding "UTF8": ${hex}`, '22021');
   }
   return bytes.toString('utf8');
+}
+
+/** The length UTF-8 gives a character from its first byte (pg_utf_mblen: 1 for a stray byte). */
+function utf8Length(first: number): number {
+  if ((first & 0xe0) === 0xc0) return 2;
+  if ((first & 0xf0) === 0xe0) return 3;
+  if ((first & 0xf8) === 0xf0) return 4;
+  return 1;
+}
+
+/** Offset of the first byte that does not start a valid UTF-8 character (RFC 3629), or bytes.length. */
+function firstInvalidUtf8(bytes: Buffer): number {
+  let i = 0;
+  while (i < bytes.length) {
+    const b = bytes[i] as number;
+    const n = b < 0x80 ? 1 : utf8Length(b);
+    if (b >= 0x80 && n === 1) return i;
+    if (n > 1 && !isUtf8(bytes.subarray(i, i + n))) return i;
+    i += n;
+  }
+  return bytes.length;
 }

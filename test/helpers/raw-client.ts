@@ -9,7 +9,12 @@ import {
 } from '../../src/wire/backend.js';
 import { BackendCode } from '../../src/wire/codes.js';
 import { type Frame, MessageFramer } from '../../src/wire/framer.js';
-import { saslInitialResponse, saslResponse, startupMessage } from '../../src/wire/frontend-encode.js';
+import {
+  passwordMessage,
+  saslInitialResponse,
+  saslResponse,
+  startupMessage,
+} from '../../src/wire/frontend-encode.js';
 
 /** A connected socket with a framer over what the server sends. */
 export class RawClient {
@@ -103,7 +108,7 @@ export class RawClient {
   }
 
   /**
-   * Sends a StartupMessage and completes SCRAM-SHA-256 with `password`; resolves at the first
+   * Sends a StartupMessage and completes SCRAM-SHA-256 (or cleartext) with `password`; resolves at the first
    * ReadyForQuery, or rejects with the ErrorResponse fields.
    */
   async login(params: Record<string, string>, password: string): Promise<Frame[]> {
@@ -119,6 +124,8 @@ export class RawClient {
         this.write(saslInitialResponse('SCRAM-SHA-256', scram.clientFirst()));
       } else if (a.type === 'sasl-continue' && scram) this.write(saslResponse(scram.clientFinal(a.data)));
       else if (a.type === 'sasl-final' && scram) scram.verifyServerFinal(a.data);
+      // A PostgreSQL with `password` authentication (the embedded test server, reached directly).
+      else if (a.type === 'cleartext') this.write(passwordMessage(password));
       else if (a.type === 'ok') return this.untilReady();
     }
   }
