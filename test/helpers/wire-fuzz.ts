@@ -1,9 +1,11 @@
 // Drives random and mutated frontend messages of every kind through one pgwarden session, checking every reply.
 import fc from 'fast-check';
 import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { decodeDataRow, decodeErrorResponse } from '../../src/wire/backend.js';
 import { BackendCode, FrontendCode } from '../../src/wire/codes.js';
 import * as fe from '../../src/wire/frontend-encode.js';
+import { startTestProxy, type TestProxy } from './proxy.js';
 import { RawClient } from './raw-client.js';
 
 /** Valid messages of every kind a logged-in client may send, to mutate (the canary user's own). */
@@ -172,4 +174,38 @@ export async function runWireFuzz(
 
 function hexOf(batch: Buffer[]): string {
   return batch.map((b) => b.toString('hex')).join(' ');
+}
+
+/**
+ * A test file's suite: a proxy with the demo config, `messages` fuzzed messages through one
+ * session as alice (seed `seed`), and the assertions: no XX000, no relay error in the log, and
+ * (with `expectCodes`) 08P01 and 22021 among the answers.
+ */
+export function wireFuzzSuite(messages: number, seed: number, expectCodes: boolean): void {
+  let proxy: TestProxy;
+  const logLines: Record<string, unknown>[] = [];
+  beforeAll(async () => {
+    proxy = await startTestProxy(undefined, { logLines });
+  });
+  afterAll(async () => {
+    await proxy.close();
+  });
+  describe('wire fuzz', () => {
+    test(`${messages} random and mutated messages through one session (seed ${seed})`, async () => {
+      const report = await runWireFuzz(
+        proxy.port,
+        { user: 'alice', password: 'alice', database: 'demo' },
+        messages,
+        seed,
+      );
+      expect(report.messages).toBe(messages);
+      expect(report.codes.XX000).toBeUndefined();
+      if (expectCodes) {
+        // Malformed messages are answered 08P01 and invalid UTF-8 22021, at ERROR, and the session goes on.
+        expect(report.codes['08P01']).toBeGreaterThan(0);
+        expect(report.codes['22021']).toBeGreaterThan(0);
+      }
+      expect(logLines.filter((l) => l.event === 'relay-error')).toEqual([]);
+    }, 900_000);
+  });
 }
