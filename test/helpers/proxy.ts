@@ -18,7 +18,8 @@ export function demoConfigObject(): Record<string, unknown> {
   raw.listen = '127.0.0.1:0';
   // The tests pass their environment explicitly (testEnv), never a running demo's recorded ports.
   delete raw.env_file;
-  raw.limits = { auth_failure_delay_ms: 10, shutdown_grace_ms: 2000 };
+  // A login on a loaded CI machine may take seconds: the 10 s authentication timeout is not under test here.
+  raw.limits = { auth_failure_delay_ms: 10, shutdown_grace_ms: 2000, authentication_timeout_ms: 60_000 };
   return raw;
 }
 

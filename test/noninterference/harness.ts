@@ -82,7 +82,7 @@ export function noninterferenceConfig(
     listen: '127.0.0.1:0',
     mode: 'proxified',
     demo: true,
-    limits: { auth_failure_delay_ms: 10, shutdown_grace_ms: 2000 },
+    limits: { auth_failure_delay_ms: 10, shutdown_grace_ms: 2000, authentication_timeout_ms: 60_000 },
     databases: Object.fromEntries(
       dbs.map((d) => [
         d,
