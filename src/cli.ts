@@ -307,12 +307,17 @@ program
       const { runCheck } = await import('./policy/check-run.js');
       const { CatalogSource } = await import('./proxy/catalog-source.js');
       const catalogs = new CatalogSource(60_000);
-      finish(
-        await runCheck(
-          { ...opts, sql, colour: colour() },
-          { loadCatalog: (database, url) => catalogs.get(database, url) },
-        ),
-      );
+      try {
+        finish(
+          await runCheck(
+            { ...opts, sql, colour: colour() },
+            { loadCatalog: (database, url) => catalogs.get(database, url) },
+          ),
+        );
+      } finally {
+        // The catalog connection is long-lived: close it so the command exits.
+        await catalogs.close();
+      }
     },
   );
 

@@ -76,7 +76,8 @@ function quoteIdent(s: string): string {
  * the catalog's names come back masked for this key.
  */
 export async function readCatalogThroughProxy(client: pg.ClientBase): Promise<Catalog> {
-  const catalog = await readCatalog(client, 1);
+  // Through the proxy as the key: no lock check (pg_locks needs MANAGE), the read is its own.
+  const catalog = await readCatalog(client, 1, undefined, { throughProxy: true });
   // Catalog columns are never hidden (hidden-columns.ts); should names ever come back masked, say
   // so rather than list nothing.
   if ([...catalog.relations.values()].some((r) => r.name === '*****' || r.schema === '*****'))

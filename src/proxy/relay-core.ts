@@ -10,6 +10,7 @@ import { FrontendCode } from '../wire/codes.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
 import { bind as encodeBind, query as encodeQuery } from '../wire/frontend-encode.js';
 import { type AuditLog, auditKind, normalizeForAudit, rowsOfTag } from './audit.js';
+import { CatalogUnavailable } from './catalog-source.js';
 import {
   type Decider,
   type GateResult,
@@ -295,8 +296,8 @@ export abstract class RelayCore {
   /**
    * Runs the gate for `sql` and hands its result to `then` — synchronously when the gate could
    * decide without waiting (a loaded catalog: the hot path), else once it has; what `allowed`
-   * returns (a string run in stages) is waited for too. A catalog that
-   * cannot be read becomes a refusal (08006) passed to `onFailure`.
+   * returns (a string run in stages) is waited for too. A catalog that cannot be read becomes a
+   * refusal (57P03 or 58000) passed to `onFailure`.
    */
   protected withGate(
     sql: string,
@@ -320,14 +321,24 @@ export abstract class RelayCore {
     return r.then(then, (e: unknown) => refuse(this.catalogFailure(e)));
   }
 
-  private catalogFailure(e: unknown): Refusal {
+  /**
+   * The refusal for a statement whose catalog cannot be read (issue 16): CatalogUnavailable's
+   * 57P03 cannot_connect_now or 58000 system_error, never a connection-class 08xxx at ERROR
+   * severity (pools read that as a dead connection). CatalogSource logs the failure once per
+   * streak; anything else is logged here.
+   */
+  protected catalogFailure(e: unknown): Refusal {
+    if (e instanceof CatalogUnavailable) {
+      this.o.log.debug({ event: 'catalog-unavailable', code: e.sqlstate }, 'statement refused: no catalog');
+      return { sqlstate: e.sqlstate, message: `${e.message}; the statement was not sent` };
+    }
     this.o.log.error(
       { event: 'catalog-failed', err: (e as Error).message },
       'cannot read the upstream catalog',
     );
     return {
-      sqlstate: '08006',
-      message: 'pgwarden cannot read the upstream catalog now; the statement was not sent',
+      sqlstate: '58000',
+      message: 'pgwarden could not read the upstream catalog; the statement was not sent',
     };
   }
 }

@@ -1,6 +1,15 @@
 // pgwarden's own catalog reads (and other own statements) on a session's upstream connection, their replies consumed by the relay.
 import pg from 'pg';
-import { buildCatalog, CATALOG_READS } from '../catalog/read-catalog.js';
+import {
+  buildCatalog,
+  CATALOG_READS,
+  catalogReads,
+  changeSummary,
+  NeedsFullRead,
+  RESULT,
+  type ResultRows,
+  readBaseOf,
+} from '../catalog/read-catalog.js';
 import type { Catalog } from '../catalog/types.js';
 import { decodeDataRow, decodeErrorResponse, decodeRowDescription } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
@@ -16,8 +25,12 @@ export abstract class InBandCatalogRelay extends RelayCore {
    * is rolled back (so its `SET LOCAL search_path` leaves no trace), else in its own read-only
    * transaction. Resolves null when the connection is not free (replies owed, or a failed
    * transaction) or the read fails. `version` must be unique among catalogs (decision caches key on it).
+   * With `base` (the shared catalog), only what changed since it was read is read (a schema
+   * renamed or a cast changed: everything). The read never queues behind another session's lock
+   * for more than 200 ms (`lock_timeout`; views whose tables another session locks are not
+   * waited for, see buildCatalog); this session's own locks do not block it.
    */
-  readInBandCatalog(version: number): Promise<Catalog | null> {
+  async readInBandCatalog(version: number, base?: Catalog): Promise<Catalog | null> {
     // Not when replies are owed, the transaction has failed, or an extended-protocol batch has an
     // implicit transaction open (neither BEGIN nor SAVEPOINT may start there).
     if (this.expects.length > 0 || this.status === 'E' || (this.extendedOpen && this.status === 'I')) {
@@ -25,16 +38,65 @@ export abstract class InBandCatalogRelay extends RelayCore {
         { event: 'in-band-catalog', expects: this.expects.map((e) => e.t), status: this.status },
         'connection not free',
       );
-      return Promise.resolve(null);
+      return null;
     }
     const inTx = this.status === 'T';
     // The catalog rows must be current: inside a REPEATABLE READ or SERIALIZABLE transaction the
     // reads would see the transaction's old snapshot, while Postgres resolves names and views with
     // a fresh catalog snapshot — a differential, so such a read is refused (isolation checked below).
-    // statement_timeout is lifted for the read only (SET LOCAL, undone with the savepoint/COMMIT).
-    const sql = inTx
-      ? `SAVEPOINT pgwarden_catalog;SET LOCAL statement_timeout = 0;${CATALOG_READS}SELECT current_setting('transaction_isolation') AS iso;ROLLBACK TO SAVEPOINT pgwarden_catalog;RELEASE SAVEPOINT pgwarden_catalog;`
-      : `BEGIN ISOLATION LEVEL READ COMMITTED, READ ONLY;SET LOCAL statement_timeout = 0;${CATALOG_READS}SELECT current_setting('transaction_isolation') AS iso;COMMIT;`;
+    // statement_timeout is lifted and lock_timeout set for the read only (set_config(…, true) is
+    // SET LOCAL, undone with the savepoint/COMMIT).
+    const open = inTx ? 'SAVEPOINT pgwarden_catalog;' : 'BEGIN ISOLATION LEVEL READ COMMITTED, READ ONLY;';
+    const close = inTx
+      ? 'ROLLBACK TO SAVEPOINT pgwarden_catalog;RELEASE SAVEPOINT pgwarden_catalog;'
+      : 'COMMIT;';
+    const limits = `SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '200ms', true);`;
+    const iso = `SELECT current_setting('transaction_isolation') AS iso;`;
+    const readBase = base ? readBaseOf(base) : undefined;
+    // Incremental: first what changed (searched once), then only that, as on the catalog connection.
+    let summary: Record<string, unknown> | undefined;
+    let reads = CATALOG_READS;
+    let first = '';
+    if (readBase) {
+      const got = await this.internalRows(`${open}${limits}${changeSummary(readBase)};`);
+      summary = got?.[2]?.rows[0] as Record<string, unknown> | undefined;
+      if (!summary) {
+        // A read that failed half-way leaves a transaction open (idle) or aborted (inside the
+        // client's): put the session back as it was before answering.
+        this.cleanUpInternal(inTx);
+        return null;
+      }
+      reads = catalogReads(readBase, {
+        reread: ((summary.reread as string[] | null) ?? []).map(Number),
+        typesChanged: summary.types_changed === true,
+        functionsChanged: summary.functions_changed === true,
+      });
+    } else first = `${open}${limits}`;
+    const results = await this.internalRows(`${first}${reads}${iso}${close}`);
+    if (!results) {
+      this.cleanUpInternal(inTx);
+      return null;
+    }
+    try {
+      const skip = readBase ? 0 : 2;
+      const got = results.slice(skip, skip + RESULT.count);
+      const level = (results[skip + RESULT.count]?.rows[0] as { iso?: string } | undefined)?.iso;
+      if (level !== 'read committed')
+        throw new Error(`transaction isolation ${level}: catalog rows would be stale`);
+      return buildCatalog(got, version, readBase ? base : undefined, summary);
+    } catch (e) {
+      // A change the incremental read cannot apply: read everything (the connection is free again).
+      if (e instanceof NeedsFullRead) return this.readInBandCatalog(version);
+      this.o.log.warn(
+        { event: 'in-band-catalog', err: (e as Error).message },
+        'in-band catalog read not used',
+      );
+      return null;
+    }
+  }
+
+  /** Sends one of pgwarden's own Simple Queries; resolves its result sets, or null when it failed. */
+  private internalRows(sql: string): Promise<ResultRows[] | null> {
     return new Promise((resolve) => {
       this.expects.push({
         t: 'internal',
@@ -43,28 +105,7 @@ export abstract class InBandCatalogRelay extends RelayCore {
         names: [],
         rows: [],
         failed: false,
-        done: (results) => {
-          if (!results) {
-            // A read that failed half-way leaves a transaction open (idle) or aborted (inside the
-            // client's): put the session back as it was before answering.
-            this.cleanUpInternal(inTx);
-            return resolve(null);
-          }
-          try {
-            const reads = results.slice(2, inTx ? -3 : -2);
-            const iso = (results[results.length - (inTx ? 3 : 2)]?.rows[0] as { iso?: string } | undefined)
-              ?.iso;
-            if (iso !== 'read committed')
-              throw new Error(`transaction isolation ${iso}: catalog rows would be stale`);
-            resolve(buildCatalog(reads, version));
-          } catch (e) {
-            this.o.log.warn(
-              { event: 'in-band-catalog', err: (e as Error).message },
-              'in-band catalog read not used',
-            );
-            resolve(null);
-          }
-        },
+        done: resolve,
       });
       this.send(encodeQuery(sql));
     });

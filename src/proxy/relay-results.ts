@@ -55,7 +55,8 @@ export abstract class ResultRelay extends InBandCatalogRelay {
   protected completed(plan: StatementPlan | null, sql: string, started: number, tag: string): void {
     if (!plan) return;
     this.applyEffects(plan, sql);
-    if (plan.changesCatalog) this.o.invalidateCatalog();
+    // ROLLBACK TO SAVEPOINT may undo DDL: a catalog read inside the transaction before it is stale.
+    if (plan.changesCatalog || plan.effects.some((e) => e.kind === 'rollback-to')) this.o.invalidateCatalog();
     this.auditDone(plan, sql, started, tag);
   }
 

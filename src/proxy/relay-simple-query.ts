@@ -71,7 +71,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     if (!(await this.internal(inTx ? `SAVEPOINT ${STRING_SAVEPOINT}` : 'BEGIN'))) {
       this.batchOpen = false;
       return this.refuseSimple({
-        sqlstate: '08006',
+        sqlstate: '58000',
         message: 'pgwarden could not open the string transaction',
       });
     }
@@ -122,14 +122,8 @@ export abstract class SimpleQueryRelay extends ResultRelay {
   private async gateRest(text: string): Promise<GateResult> {
     try {
       return await gate(text, this.o.gateSession, this.o.cache, this.o.decide);
-    } catch {
-      return {
-        ok: false,
-        refusal: {
-          sqlstate: '08006',
-          message: 'pgwarden cannot read the upstream catalog now; the statement was not sent',
-        },
-      };
+    } catch (e) {
+      return { ok: false, refusal: this.catalogFailure(e) };
     }
   }
 

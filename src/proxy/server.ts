@@ -115,8 +115,10 @@ export async function startProxy(
     connection: opts.connection ?? initial.config.mode,
     catalog: (database) => catalogs.get(database, current.config.databases[database]?.url ?? ''),
   });
-  const catalogs = new CatalogSource(initial.config.catalog.ttl_seconds * 1000, (database, catalog) =>
-    managed.sync(database, catalog),
+  const catalogs = new CatalogSource(
+    initial.config.catalog.ttl_seconds * 1000,
+    (database, catalog) => managed.sync(database, catalog),
+    logger,
   );
   await managed.start(initial.config);
   const analyses = createAnalysisCache();
@@ -272,6 +274,7 @@ export async function startProxy(
       for (const s of sessions) s.terminate();
       for (const s of pending) s.terminate();
       await stopped;
+      await catalogs.close();
       logger.info({ event: 'stopped' }, 'pgwarden stopped');
     },
   };

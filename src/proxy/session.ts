@@ -40,7 +40,7 @@ import { decodeSASLInitialResponse, decodeSASLResponse, decodeStartupPacket } fr
 import { ProtocolError } from '../wire/protocol-error.js';
 import type { AuditLog } from './audit.js';
 import type { CancelRegistry } from './cancel-registry.js';
-import type { CatalogSource } from './catalog-source.js';
+import { type CatalogSource, CatalogUnavailable } from './catalog-source.js';
 import { FrameQueue } from './frame-queue.js';
 import { Relay } from './relay.js';
 import { SearchPathTracker } from './search-path-tracker.js';
@@ -146,6 +146,13 @@ export class ClientSession {
   private ownCatalogAt = 0;
   /** What the own catalog was read under: the shared invalidation count and the transaction. */
   private ownCatalogKey = { generation: 0, tx: 0 };
+  /** DDL (or an origin mismatch) since the last ReadyForQuery: the shared catalog is invalidated once the transaction ends. */
+  private catalogChanged = false;
+  /**
+   * This session's open transaction changed the catalog: until it ends, only a read on its own
+   * connection sees those changes (and reading elsewhere would wait for the locks it holds).
+   */
+  private changedInTx = false;
 
   /**
    * The own catalog holds within the transaction it was read in, and only until DDL anywhere
@@ -517,20 +524,26 @@ export class ClientSession {
       upstream.socket.destroy();
       throw fatal('0A000', (e as Error).message);
     }
-    let catalog: Awaited<ReturnType<CatalogSource['get']>>;
+    let catalog: Catalog;
     try {
       catalog = await this.ctx.catalogs.get(filtered.database, dbClient);
     } catch (e) {
-      upstream.socket.destroy();
       // The reason (a socket error names the upstream's address) is for the log only (issue 16 item 8).
       this.log.error(
         { event: 'catalog-failed', err: (e as Error).message },
         'cannot read the upstream catalog',
       );
-      throw fatal(
-        '08006',
-        `pgwarden cannot read the catalog of database "${filtered.database}"; see the proxy log`,
-      );
+      // Only the login's default search_path is needed here: the last catalog read has it.
+      const last = this.ctx.catalogs.last(filtered.database);
+      if (!last) {
+        upstream.socket.destroy();
+        // The reason (host, address, server message) is in the log, not for the client.
+        throw fatal(
+          e instanceof CatalogUnavailable ? e.sqlstate : '58000',
+          `pgwarden cannot read the catalog of database "${filtered.database}" now`,
+        );
+      }
+      catalog = last;
     }
     let startPath = catalog.defaultSearchPath;
     if (filtered.searchPath !== undefined) {
@@ -598,48 +611,59 @@ export class ClientSession {
           // At most one refresh a second per database: unknown names must not drive catalog reads.
           if (refresh && this.ctx.catalogs.refresh(database, CATALOG_REFRESH_MIN_MS))
             this.ownCatalog = undefined;
-          return this.ownCatalog ?? this.ctx.catalogs.get(database, dbClient);
+          if (this.ownCatalog) return this.ownCatalog;
+          // Issue 15: inside a transaction that changed the catalog, read it on this connection
+          // (its own snapshot and locks); the shared catalog does not have those changes yet.
+          // While shared reads fail, read here too rather than wait (issue 16).
+          if (this.changedInTx || this.ctx.catalogs.failing(database)) {
+            const own = await readOwn();
+            if (own) return own;
+          }
+          try {
+            return await this.ctx.catalogs.get(database, dbClient);
+          } catch (e) {
+            // A shared read that fails does not fail a statement this connection can analyze.
+            const own = await readOwn();
+            if (own) return own;
+            throw e;
+          }
         },
         catalogNow: () => {
           this.dropStaleOwnCatalog(database);
-          return this.ownCatalog ?? this.ctx.catalogs.peek(database);
+          if (this.ownCatalog) return this.ownCatalog;
+          return this.changedInTx ? undefined : this.ctx.catalogs.peek(database);
         },
-        inBandCatalog: async () => {
-          // Read again only when the last in-band read is older than a second or DDL came since.
-          if (this.ownCatalog && Date.now() - this.ownCatalogAt < CATALOG_REFRESH_MIN_MS)
-            return this.ownCatalog;
-          const generation = this.ctx.catalogs.generation(database);
-          const tx = this.relay?.transactionsEnded ?? 0;
-          const own = await this.relay?.readInBandCatalog(nextOwnCatalogVersion--);
-          this.ownCatalogAt = Date.now();
-          this.ownCatalogKey = { generation, tx };
-          this.log.debug(
-            {
-              event: 'in-band-catalog',
-              read: own !== null && own !== undefined,
-              relations: own?.relations.size,
-            },
-            'in-band catalog',
-          );
-          this.ownCatalog = own ?? undefined;
-          return own ?? null;
-        },
+        inBandCatalog: () => readOwn(),
       },
       cache: this.ctx.analyses,
       decide: (analysis, roles, dctx) => this.ctx.decisions.decide(analysis, roles, dctx),
       invalidateCatalog: () => {
-        this.ctx.catalogs.invalidate(database);
+        // Other sessions see this change once it commits: the shared catalog is read again when
+        // the transaction ends (onTransactionStatus), never while it holds its locks.
+        this.catalogChanged = true;
         this.ownCatalog = undefined;
       },
       maxMessageBytes: config.limits.max_message_bytes,
       terminate: (f) => this.terminate(f ? new ClientError(f) : undefined),
-      onTransactionStatus: () => {
+      onTransactionStatus: (status) => {
+        if (this.catalogChanged || this.changedInTx) {
+          if (status === 'I') {
+            this.catalogChanged = false;
+            this.changedInTx = false;
+            this.ctx.catalogs.invalidate(database);
+          } else if (this.catalogChanged) {
+            this.catalogChanged = false;
+            this.changedInTx = true;
+          }
+        }
         // After the ReadyForQuery has been written: a draining session closes between statements.
         if (this.draining && !this.ending) setImmediate(() => !this.busy && this.shutdown());
       },
     });
     this.relay = relay;
+    const readOwn = (): Promise<Catalog | null> => this.readOwnCatalog(database);
     upstream.socket.on('error', (e) => this.log.warn({ err: e.message }, 'upstream socket error'));
+
     upstream.socket.on('close', () => {
       if (!this.closed && !this.ending) {
         this.log.info({ event: 'upstream-closed' }, 'upstream closed');
@@ -648,6 +672,31 @@ export class ClientSession {
       }
     });
     relay.start();
+  }
+
+  /**
+   * The catalog read on this session's own upstream connection, which alone sees its
+   * uncommitted DDL and its temporary tables, and reads under its own locks: incremental on top
+   * of the last shared catalog. Read again only when the last in-band read is older than a
+   * second or DDL came since. Resolves null when the connection is not free for it (replies
+   * owed, a failed transaction) or the read failed.
+   */
+  private async readOwnCatalog(database: string): Promise<Catalog | null> {
+    if (this.ownCatalog && Date.now() - this.ownCatalogAt < CATALOG_REFRESH_MIN_MS) return this.ownCatalog;
+    const generation = this.ctx.catalogs.generation(database);
+    const tx = this.relay?.transactionsEnded ?? 0;
+    const own = await this.relay?.readInBandCatalog(
+      nextOwnCatalogVersion--,
+      this.ctx.catalogs.last(database),
+    );
+    this.ownCatalogAt = Date.now();
+    this.ownCatalogKey = { generation, tx };
+    this.log.debug(
+      { event: 'in-band-catalog', read: own !== null && own !== undefined, relations: own?.relations.size },
+      'in-band catalog',
+    );
+    this.ownCatalog = own ?? undefined;
+    return own ?? null;
   }
 
   /** SCRAM-SHA-256 (RFC 5802/7677); a wrong password and an unknown user get the same 28P01. */

@@ -125,7 +125,7 @@ function planOf(
  * and FETCH are decided as the prepared statement or cursor they name, with PREPARE/DECLARE
  * earlier in the same string taken into account. An analysis refused for an unknown relation,
  * column or function is tried once more with a fresh catalog. Never rejects except when the
- * catalog cannot be read (the caller refuses with 08006 then).
+ * catalog cannot be read (CatalogUnavailable: the caller refuses with its 57P03 or 58000 then).
  */
 export function gate(
   sql: string,

@@ -1,0 +1,133 @@
+// What DDL costs through pgwarden (issue 15): the statement after a CREATE TABLE, DDL in a transaction on a table a view reads, other sessions meanwhile, full and incremental catalog reads.
+import fs from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import pg from 'pg';
+import pino from 'pino';
+import YAML from 'yaml';
+import { readCatalog } from '../src/catalog/read-catalog.js';
+import type { Catalog } from '../src/catalog/types.js';
+import { DEMO_APP_PASSWORD, DEMO_APP_ROLE, DEMO_DIR, ensureDemoDatabase } from '../src/embedded/demo.js';
+import { startEmbeddedPostgres } from '../src/embedded/postgres.js';
+import { parseConfig } from '../src/policy/config-load.js';
+import { startProxy } from '../src/proxy/server.js';
+import { makeWorkDir } from './setup.js';
+
+const ROUNDS = 9;
+
+function median(xs: readonly number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+}
+
+async function timed(f: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await f();
+  return performance.now() - t0;
+}
+
+/** Medians (ms) of: the CREATE TABLE, the statement right after it, and the one after that. */
+async function afterCreate(c: pg.Client, inTx: boolean): Promise<[number, number, number]> {
+  const create: number[] = [];
+  const next: number[] = [];
+  const later: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    if (inTx) await c.query('BEGIN');
+    create.push(await timed(() => c.query(`CREATE TABLE bench_ct_${i} (id int PRIMARY KEY, v text)`)));
+    next.push(await timed(() => c.query(`SELECT id, v FROM bench_ct_${i}`)));
+    later.push(await timed(() => c.query(`SELECT id, v FROM bench_ct_${i}`)));
+    await c.query(inTx ? 'ROLLBACK' : `DROP TABLE bench_ct_${i}`);
+  }
+  return [median(create), median(next), median(later)];
+}
+
+async function main(): Promise<void> {
+  const work = makeWorkDir();
+  const server = await startEmbeddedPostgres({ dataDir: path.join(work, 'data'), persistent: false });
+  try {
+    await ensureDemoDatabase(server);
+    const app = { host: server.host, port: server.port, user: DEMO_APP_ROLE, password: DEMO_APP_PASSWORD };
+    const setup = new pg.Client({ ...app, database: 'demo' });
+    await setup.connect();
+    await setup.query('CREATE VIEW user_contacts AS SELECT id, name, email FROM users');
+    await setup.end();
+    const raw = YAML.parse(fs.readFileSync(path.join(DEMO_DIR, 'pgwarden.yaml'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    raw.listen = '127.0.0.1:0';
+    const env = {
+      ...process.env,
+      PGWARDEN_UPSTREAM_PORT: String(server.port),
+      PGWARDEN_UPSTREAM_PASSWORD: DEMO_APP_PASSWORD,
+    };
+    const config = parseConfig(YAML.stringify(raw), path.join(DEMO_DIR, 'pgwarden.yaml'), env);
+    const proxy = await startProxy(config, pino({ level: 'silent' }));
+    const url = (u: string) => `postgres://${u}:${u}@127.0.0.1:${proxy.address.port}/demo`;
+    const client = async (u?: string) => {
+      const c = u ? new pg.Client({ connectionString: url(u) }) : new pg.Client({ ...app, database: 'demo' });
+      await c.connect();
+      await c.query('SELECT 1');
+      return c;
+    };
+    const rows: string[] = [];
+    try {
+      for (const inTx of [false, true]) {
+        const d = await client();
+        const p = await client('dba');
+        const [dc, dn, dl] = await afterCreate(d, inTx);
+        const [pc, pn, pl] = await afterCreate(p, inTx);
+        await Promise.all([d.end(), p.end()]);
+        const where = inTx ? 'in a transaction' : 'autocommit';
+        rows.push(`| CREATE TABLE, ${where} | ${dc.toFixed(1)} | ${pc.toFixed(1)} |`);
+        rows.push(`| the statement after it, ${where} | ${dn.toFixed(1)} | ${pn.toFixed(1)} |`);
+        rows.push(`| the one after that, ${where} | ${dl.toFixed(1)} | ${pl.toFixed(1)} |`);
+      }
+      // The issue's repro: BEGIN; ALTER TABLE users (a view reads it); SELECT 1; and another session meanwhile.
+      const mig = await client('dba');
+      const other = await client('alice');
+      const alter: number[] = [];
+      const meanwhile: number[] = [];
+      for (let i = 0; i < ROUNDS; i++) {
+        await mig.query('BEGIN');
+        await mig.query(`ALTER TABLE users ADD COLUMN bench_x${i} int`);
+        alter.push(await timed(() => mig.query('SELECT 1')));
+        meanwhile.push(await timed(() => other.query('SELECT name FROM orgs')));
+        await mig.query('ROLLBACK');
+      }
+      await Promise.all([mig.end(), other.end()]);
+      rows.push(`| \`SELECT 1\` after \`BEGIN; ALTER TABLE users …\` | – | ${median(alter).toFixed(1)} |`);
+      rows.push(`| another session's statement meanwhile | – | ${median(meanwhile).toFixed(1)} |`);
+      // The catalog reads themselves, on one connection.
+      const c = await client();
+      let base: Catalog = await readCatalog(c, 1);
+      const full: number[] = [];
+      const incremental: number[] = [];
+      for (let i = 0; i < ROUNDS; i++) {
+        await c.query(`CREATE TABLE bench_r_${i} (id int)`);
+        incremental.push(await timed(async () => (base = await readCatalog(c, i + 2, base))));
+        full.push(await timed(() => readCatalog(c, i + 2)));
+      }
+      await c.end();
+      rows.push(`| full catalog read (\`readCatalog\`) | – | ${median(full).toFixed(1)} |`);
+      rows.push(`| incremental catalog read after a CREATE TABLE | – | ${median(incremental).toFixed(1)} |`);
+    } finally {
+      await proxy.close(200);
+    }
+    const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+    process.stdout.write(
+      [
+        `# DDL through pgwarden (medians of ${ROUNDS}, ms; load average ${load})`,
+        '',
+        '| what | direct | pgwarden |',
+        '|---|---:|---:|',
+        ...rows,
+        '',
+      ].join('\n'),
+    );
+  } finally {
+    await server.stop();
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+await main();
