@@ -7,6 +7,7 @@ import { createScramVerifier } from './auth/scram-verifier.js';
 import { upstreamLoginWarnings } from './catalog/upstream-login.js';
 import { makeAuditLogger, makeLogger } from './logger.js';
 import { ConfigError, type LoadedConfig, loadConfig } from './policy/config-load.js';
+import { configEpoch } from './policy/policy-document.js';
 import type { PolicySource } from './policy/policy-source.js';
 import { wallsIntact } from './policy/wall-switches.js';
 import { type ProxyServer, startProxy } from './proxy/server.js';
@@ -80,7 +81,7 @@ function listenHint(e: unknown, listen: string, how: string): string | undefined
 async function serve(
   file: string,
   logger: Logger,
-  opts: { pretty?: boolean; command: string; how: string; onStop?: () => Promise<void> },
+  opts: { pretty?: boolean; command: string; how: string; onStop?: () => Promise<void>; admin?: string },
 ): Promise<{ proxy: ProxyServer; loaded: LoadedConfig }> {
   if (!wallsIntact()) {
     // Only a test can turn a wall off (wall-switches.ts); a proxy never runs so.
@@ -109,7 +110,17 @@ async function serve(
     process.exit(EXIT_CONFIG);
   }
   const running = proxy;
-  if (source && source.loaded.config !== running.config().config) running.reload(source.loaded);
+  // A change committed while the proxy was starting.
+  if (source && configEpoch(source.loaded.config) !== running.epoch()) running.reload(source.loaded);
+  const admin = opts.admin
+    ? await (await import('./admin/admin-server.js')).startAdmin({
+        listen: opts.admin,
+        proxy: running,
+        source,
+        logger,
+        auditLogger: audit.logger,
+      })
+    : undefined;
   process.on('SIGHUP', () => {
     try {
       const next = loadConfig(file);
@@ -127,6 +138,7 @@ async function serve(
     if (stopping) return;
     stopping = true;
     logger.info({ event: 'shutdown', signal }, 'shutting down');
+    await admin?.close();
     await running.close();
     await source?.close();
     await opts.onStop?.();
@@ -149,11 +161,16 @@ program
   .description('run the proxy with a config file')
   .requiredOption('-c, --config <file>', 'pgwarden.yaml')
   .option('--pretty', 'human-readable logs instead of JSON')
-  .action(async (opts: { config: string; pretty?: boolean }) => {
+  .option(
+    '--admin <host:port>',
+    'serve the admin API (JSON over HTTP, /api/openapi.json) here; off by default',
+  )
+  .action(async (opts: { config: string; pretty?: boolean; admin?: string }) => {
     await serve(opts.config, makeLogger({ pretty: opts.pretty }), {
       pretty: opts.pretty,
       command: 'serve',
       how: `Choose another listen address in ${opts.config}.`,
+      ...(opts.admin !== undefined ? { admin: opts.admin } : {}),
     });
   });
 
@@ -406,6 +423,22 @@ policy
   .action(async (opts: { config: string; limit: string }) => {
     const { policyHistory } = await import('./policy/policy-command.js');
     finish(await policyHistory({ config: opts.config, limit: Number(opts.limit) }));
+  });
+
+program
+  .command('replay')
+  .description(
+    'decide the statements of an audit log again under a proposed policy; list every verdict that changes',
+  )
+  .requiredOption('-c, --config <file>', 'the proposed pgwarden.yaml')
+  .requiredOption('-a, --audit <file>', 'the audit log (JSON lines)')
+  .option('--current <file>', "compare with this config's decisions instead of the recorded verdicts")
+  .option('--json', 'JSON output')
+  .action(async (opts: { config: string; audit: string; current?: string; json?: boolean }) => {
+    const { runReplay } = await import('./policy/replay-command.js');
+    const { CatalogSource } = await import('./proxy/catalog-source.js');
+    const catalogs = new CatalogSource(60_000);
+    finish(await runReplay(opts, { loadCatalog: (database, url) => catalogs.get(database, url) }));
   });
 
 program

@@ -58,6 +58,28 @@ export async function runCheck(opts: CheckOptions, deps: CheckDeps): Promise<Che
     if (e instanceof ConfigError) return { exitCode: 2, stdout: '', stderr: `${e.message}\n` };
     throw e;
   }
+  const report = await checkReport(config, opts, deps);
+  if ('usage' in report) return usage(report.usage);
+  return {
+    exitCode: checkExitCode(report),
+    stdout: opts.json
+      ? `${JSON.stringify(checkJson(report), null, 2)}\n`
+      : renderCheckText(report, opts.colour ?? false),
+    stderr: '',
+  };
+}
+
+/**
+ * The report of `check` for a config already loaded (the CLI's file, or the admin API's policy in
+ * force): the same steps as {@link runCheck}. Output: the report, or `{ usage }` with the message of a
+ * usage error (unknown user or database, an upstream that cannot be read, a server major without a parser).
+ */
+export async function checkReport(
+  config: CheckReport['config'],
+  opts: Omit<CheckOptions, 'config' | 'json' | 'colour'>,
+  deps: CheckDeps,
+): Promise<CheckReport | { usage: string }> {
+  const usage = (m: string) => ({ usage: m });
   const names = Object.keys(config.databases);
   const database = opts.database ?? (names.length === 1 ? names[0] : undefined);
   if (database === undefined) return usage(`--database is required: the config has ${names.join(', ')}`);
@@ -67,13 +89,7 @@ export async function runCheck(opts: CheckOptions, deps: CheckDeps): Promise<Che
   if (!principal) return usage(`no user or active API key named "${opts.user}"`);
 
   const base = { config, user: opts.user, database, connection: config.mode, sql: opts.sql } as const;
-  const render = (report: CheckReport): CheckOutcome => ({
-    exitCode: checkExitCode(report),
-    stdout: opts.json
-      ? `${JSON.stringify(checkJson(report), null, 2)}\n`
-      : renderCheckText(report, opts.colour ?? false),
-    stderr: '',
-  });
+  const render = (report: CheckReport): CheckReport => report;
 
   const resolution = resolveRoles(
     config,

@@ -2,13 +2,46 @@
 import type { Logger } from 'pino';
 import type { StatementAnalysis } from '../sql/analysis-types.js';
 
+/** A literal's place in the scanner's output, numbered once the highest parameter of the text is known. */
+const LITERAL = '\u0000';
+
 /**
- * Replaces every literal of a SQL text by `?`: string constants ('…', E'…', U&'…', B'…', X'…'),
- * dollar-quoted strings and numbers; comments are dropped; identifiers and keywords stay.
+ * Words after which a string constant is an operand, not a typed literal (`type 'text'`): SQL
+ * keywords that precede an expression.
+ */
+const EXPRESSION_KEYWORDS = new Set(
+  `and or not like ilike similar is in then else when select where on by values returning set as escape distinct
+   from between all any some case limit offset having using to with into array row return
+   elsif if do raise perform`.split(/\s+/),
+);
+
+/**
+ * Replaces every literal of a SQL text by a numbered placeholder (`$1`, `$2`, … after the highest
+ * parameter the text already has, as pg_stat_statements numbers them), so that the text parses again
+ * for `pgwarden replay` and never holds a value (issue 19): string constants ('…', E'…', U&'…',
+ * B'…', X'…'), dollar-quoted strings and numbers. A typed literal (`interval '1 day'`) becomes a
+ * cast of its placeholder (`$1::interval`). Comments are dropped; identifiers and keywords stay.
  * A text this scanner cannot end cleanly (an unterminated quote) is logged as `[unterminated]`
  * rather than risk printing a value. Output: the normalized text, whitespace collapsed.
  */
 export function normalizeForAudit(sql: string): string {
+  let maxParam = 0;
+  const marked = markLiterals(sql, (n) => {
+    if (n > maxParam) maxParam = n;
+  });
+  if (marked === undefined) return '[unterminated]';
+  let k = maxParam;
+  return marked
+    .replace(
+      /\u0000(?:::([A-Za-z_][A-Za-z0-9_]*))?/g,
+      (_m, type: string | undefined) => `$${++k}${type ? `::${type}` : ''}`,
+    )
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+/** The scan of {@link normalizeForAudit}: literals as LITERAL marks; undefined when unterminated. */
+function markLiterals(sql: string, param: (n: number) => void): string | undefined {
   let out = '';
   let i = 0;
   const n = sql.length;
@@ -32,7 +65,7 @@ export function normalizeForAudit(sql: string): string {
           i += 2;
         } else i++;
       }
-      if (depth > 0) return '[unterminated]';
+      if (depth > 0) return undefined;
       out += ' ';
       continue;
     }
@@ -40,7 +73,7 @@ export function normalizeForAudit(sql: string): string {
       let j = i + 1;
       for (;;) {
         const k = sql.indexOf('"', j);
-        if (k < 0) return '[unterminated]';
+        if (k < 0) return undefined;
         if (sql[k + 1] === '"') j = k + 2;
         else {
           j = k + 1;
@@ -60,7 +93,7 @@ export function normalizeForAudit(sql: string): string {
       const backslashes = (prev === 'e' || prev === 'E') && !/[A-Za-z0-9_$]/.test(beforePrev);
       let j = i + 1;
       for (;;) {
-        if (j >= n) return '[unterminated]';
+        if (j >= n) return undefined;
         const c = sql[j];
         if (backslashes && c === '\\') j += 2;
         else if (c === "'" && sql[j + 1] === "'") j += 2;
@@ -69,7 +102,7 @@ export function normalizeForAudit(sql: string): string {
           break;
         } else j++;
       }
-      out += '?';
+      out = typedLiteral(out);
       i = j;
       continue;
     }
@@ -77,14 +110,16 @@ export function normalizeForAudit(sql: string): string {
       const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i));
       if (tag && (i === 0 || !/[A-Za-z0-9_]/.test(sql[i - 1] as string))) {
         const end = sql.indexOf(tag[0], i + tag[0].length);
-        if (end < 0) return '[unterminated]';
-        out += '?';
+        if (end < 0) return undefined;
+        out += LITERAL;
         i = end + tag[0].length;
         continue;
       }
     }
     if (/[0-9]/.test(ch) || (ch === '.' && /[0-9]/.test(next ?? ''))) {
       if (i > 0 && /[A-Za-z_$]/.test(sql[i - 1] as string)) {
+        if (sql[i - 1] === '$' && !/[A-Za-z0-9_]/.test(sql[i - 2] ?? ''))
+          param(Number(/^\d+/.exec(sql.slice(i))?.[0]));
         out += ch;
         i++;
         continue;
@@ -94,14 +129,33 @@ export function normalizeForAudit(sql: string): string {
           sql.slice(i),
         );
       const len = num?.[0].length || 1;
-      out += '?';
+      out += LITERAL;
       i += len;
       continue;
     }
     out += ch;
     i++;
   }
-  return out.replace(/\s+/g, ' ').trim();
+  return out;
+}
+
+/**
+ * Appends a string literal's mark to `out`: as `LITERAL::type` in place of a type name right before
+ * it (`date '2024-01-01'`, `interval '1 day'`), else plainly.
+ */
+function typedLiteral(out: string): string {
+  // The prefix of E'…', B'…', X'…', N'…' and U&'…' is part of the constant.
+  const prefix = /(?:^|[^A-Za-z0-9_$])([EeBbXxNn]|[Uu]&)$/.exec(out);
+  if (prefix?.[1] !== undefined) return out.slice(0, out.length - prefix[1].length) + LITERAL;
+  const m = /([A-Za-z_][A-Za-z0-9_]*)\s*$/.exec(out);
+  const word = m?.[1];
+  if (
+    word === undefined ||
+    EXPRESSION_KEYWORDS.has(word.toLowerCase()) ||
+    /[."]$/.test(out.slice(0, m?.index))
+  )
+    return out + LITERAL;
+  return `${out.slice(0, m?.index)}${LITERAL}::${word}`;
 }
 
 /** One audit event (issue 5 "Audit"). Durations in milliseconds; `rows` from the CommandComplete tag. */
@@ -113,6 +167,8 @@ export interface AuditEvent {
   readonly login?: string;
   readonly roles: readonly string[];
   readonly database: string;
+  /** The search_path the statement was analyzed under (what `pgwarden replay` analyzes it under again). */
+  readonly searchPath?: readonly string[];
   readonly kind: string;
   readonly sql: string;
   readonly decision: 'allowed' | 'masked' | 'refused';

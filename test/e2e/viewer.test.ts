@@ -146,7 +146,7 @@ describe('a service principal reading as the viewer', () => {
       viewer: 'alice',
       roles: ['analyst'],
       decision: 'allowed',
-      sql: 'select id from orders where id = ?',
+      sql: 'select id from orders where id = $1',
     });
   });
 });

@@ -246,7 +246,7 @@ describe('pgwarden mcp over stdio', () => {
       sql: "SELECT name FROM users WHERE name = 'x'",
     });
     const line = await analyst.logs.waitFor(
-      (l) => l.event === 'mcp-tool' && l.tool === 'execute_query' && String(l.sql).includes('name = ?'),
+      (l) => l.event === 'mcp-tool' && l.tool === 'execute_query' && String(l.sql).includes('name = $1'),
     );
     expect(line).toMatchObject({
       audit: true,
