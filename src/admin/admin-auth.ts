@@ -131,11 +131,11 @@ export class AdminAuth {
     if (sessionId === undefined) return undefined;
     const s = this.sessions.get(sessionId);
     if (!s || now - s.lastUsed > SESSION_IDLE_MS) {
-      this.sessions.delete(sessionId ?? '');
+      this.sessions.delete(sessionId);
       return undefined;
     }
     const p = findPrincipal(config, s.user, now);
-    if (!p || p.kind !== 'user') {
+    if (p?.kind !== 'user') {
       this.sessions.delete(sessionId);
       return undefined;
     }

@@ -1,4 +1,5 @@
 // The policy store: migrations, import/export round trip, append-only history, strict validation, and NOTIFY reload across two serve processes.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,7 +18,8 @@ import {
   storeInstanceConfig,
   writeConfig,
 } from '../helpers/policy-store-db.js';
-import { type Served, serveProcess } from '../helpers/serve-process.js';
+import { testEnv } from '../helpers/proxy.js';
+import { BIN, type Served, serveProcess } from '../helpers/serve-process.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-store-'));
 let db: Awaited<ReturnType<typeof createStoreDatabase>>;
@@ -149,6 +151,47 @@ describe('policy store', () => {
     expect((err as Error).message).toMatch(
       /^policy store postgres:\/\/nobody:\*\*\*@127\.0\.0\.1:1\/x is unavailable: /,
     );
+  });
+
+  test('the store unreachable at start: serve refuses with a clear message, unless policy_cache holds the last good policy', async () => {
+    const cache = path.join(dir, 'policy-cache.json');
+    const first = await serveProcess(
+      storeInstanceConfig(db.url, { policy_cache: cache }),
+      path.join(dir, 'cache-1.yaml'),
+    );
+    first.child.kill('SIGTERM');
+    await first.exited;
+    expect(fs.statSync(cache).mode & 0o777).toBe(0o600);
+    const down = 'postgres://nobody:secret@127.0.0.1:1/store';
+    const refused = spawnSync(
+      process.execPath,
+      [BIN, 'serve', '--config', writeConfig(dir, 'down.yaml', storeInstanceConfig(down))],
+      {
+        env: testEnv(),
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain(
+      'pgwarden serve: policy store postgres://nobody:***@127.0.0.1:1/store is unavailable:',
+    );
+    expect(refused.stderr).toContain('configure policy_cache');
+    expect(refused.stderr).not.toContain('secret');
+    const cached = await serveProcess(
+      storeInstanceConfig(down, { policy_cache: cache }),
+      path.join(dir, 'cache-2.yaml'),
+    );
+    try {
+      await cached.waitFor((l) => l.event === 'policy-store-unavailable');
+      const c = new pg.Client({ connectionString: `postgres://alice:alice@127.0.0.1:${cached.port}/demo` });
+      await c.connect();
+      expect((await c.query('SELECT email FROM users ORDER BY id LIMIT 1')).rows[0].email).toBe('*****');
+      await c.end();
+    } finally {
+      cached.child.kill('SIGTERM');
+      await cached.exited;
+    }
   });
 
   test('two serve processes pick up a committed change within a second, open sessions included', async () => {
