@@ -101,8 +101,8 @@ export async function startAdmin(opts: AdminOptions): Promise<AdminServer> {
         title: 'pgwarden admin API',
         version: '1',
         description:
-          'Every route but /api/login is gated by app-level actions (seed 004): deny wins, default deny; ' +
-          'workspace admins hold them all. Edits send If-Match with the version read (409 when the object changed since).',
+          'Every route but /api/login is gated by app-level actions (deny wins, default deny; ' +
+          'workspace admins hold them all). Edits send If-Match with the version read (409 when the object changed since).',
       },
       components: {
         securitySchemes: {
