@@ -12,6 +12,7 @@ import {
   storeInstanceConfig,
   writeConfig,
 } from '../helpers/policy-store-db.js';
+import { testEnv } from '../helpers/proxy.js';
 import { type Served, serveProcess } from '../helpers/serve-process.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-admin-'));
@@ -69,6 +70,8 @@ async function login(user: string, password = user): Promise<Browser> {
 }
 
 beforeAll(async () => {
+  // The demo config's ${PGWARDEN_UPSTREAM_PORT} (read in-process by policy import) names the test PostgreSQL.
+  Object.assign(process.env, testEnv());
   db = await createStoreDatabase();
   const configFile = writeConfig(dir, 'import.yaml', storeInstanceConfig(db.url));
   expect((await policyImport({ config: configFile, file: DEMO_CONFIG_FILE })).exitCode).toBe(0);

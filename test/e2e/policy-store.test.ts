@@ -26,6 +26,8 @@ let db: Awaited<ReturnType<typeof createStoreDatabase>>;
 let configFile: string;
 
 beforeAll(async () => {
+  // The demo config's ${PGWARDEN_UPSTREAM_PORT} (read in-process by policy import) names the test PostgreSQL.
+  Object.assign(process.env, testEnv());
   db = await createStoreDatabase();
   configFile = writeConfig(dir, 'instance.yaml', storeInstanceConfig(db.url));
 });
