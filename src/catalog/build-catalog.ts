@@ -59,6 +59,10 @@ interface RelationRow {
   reread: boolean;
   blocked: boolean;
   def: string | null;
+  reltype: number | null;
+  relhassubclass: boolean;
+  relarray: number | null;
+  parents: number[] | null;
 }
 interface ColumnRow {
   rel: number;
@@ -194,6 +198,11 @@ function buildRelation(
       }),
     ),
     viewDefinition: r.def,
+    // Hidden follows the rows (policy/hidden-columns.ts): row types, inheritance and partitions.
+    ...(r.reltype ? { rowTypeOid: r.reltype } : {}),
+    ...(r.relarray ? { rowArrayTypeOid: r.relarray } : {}),
+    hasChildren: r.relhassubclass === true,
+    ...(r.parents && r.parents.length > 0 ? { parents: Object.freeze(r.parents) } : {}),
   });
 }
 

@@ -242,7 +242,9 @@ WITH RECURSIVE ${withChanged}${throughProxy ? 'blk AS (SELECT NULL::oid AS oid W
 SELECT c.oid, n.nspname, c.relname, c.relkind::text AS relkind, ${inScope('c.oid', base)} AS reread,
        c.relkind IN ('v', 'm') AND c.oid IN (SELECT oid FROM blk) AS blocked,
        CASE WHEN c.relkind IN ('v', 'm') AND ${inScope('c.oid', base)} AND c.oid NOT IN (SELECT oid FROM blk)
-            THEN pg_get_viewdef(c.oid) END AS def
+            THEN pg_get_viewdef(c.oid) END AS def,
+       c.reltype, c.relhassubclass, (SELECT t.typarray FROM pg_type t WHERE t.oid = c.reltype) AS relarray,
+       ARRAY(SELECT i.inhparent FROM pg_inherits i WHERE i.inhrelid = c.oid ORDER BY i.inhseqno) AS parents
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE c.relkind IN ${KINDS} AND ${userOnly('c.oid')} AND ${inScope('c.oid', base)};
 WITH RECURSIVE ${withChanged} uniq AS (

@@ -67,6 +67,12 @@ export interface CatalogRelation {
   readonly viewDefinition: string | null;
   /** Unique, exclusion and CHECK constraints with the columns they read (absent: none known). */
   readonly constraints?: readonly CatalogConstraint[];
+  /** pg_class.reltype: the OID of the relation's row type (a column of that type holds its rows). */
+  readonly rowTypeOid?: number;
+  /** The array type of the row type (pg_type.typarray). */
+  readonly rowArrayTypeOid?: number;
+  /** OIDs of the inheritance or partitioning parents (pg_inherits.inhparent, in inhseqno order). */
+  readonly parents?: readonly number[];
 }
 
 /** One function or procedure (pg_proc row). */

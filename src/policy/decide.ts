@@ -17,7 +17,7 @@ import type {
   RequirementVerdict,
   StatementDecision,
 } from './decision-types.js';
-import { type ColumnVisibility, HiddenColumns } from './hidden-columns.js';
+import { type ColumnVisibility, HiddenColumns, seesEverything } from './hidden-columns.js';
 import {
   deniedDetail,
   fromAnalysisRefusal,
@@ -43,6 +43,8 @@ export interface DecideContext {
    * nothing is masked or refused for being hidden. Absent: on.
    */
   readonly seeChecks?: boolean;
+  /** False only in tests that turn mask at read off (wall-switches.ts): the text is sent as written. */
+  readonly rewrite?: boolean;
 }
 
 /** A refusal found while deciding one statement, with the offset it points at for ordering. */
@@ -84,7 +86,11 @@ export function decide(analysis: Analysis, roles: readonly string[], ctx: Decide
       : analysis.refusal
         ? fromAnalysisRefusal(analysis.refusal)
         : undefined;
-  return refusal ? { statements, refusal } : { statements };
+  if (refusal) return { statements, refusal };
+  // Mask at read (DESIGN.md "Three walls", wall 2): for a caller who does not see everything, the
+  // text sent upstream is rewritten with these hidden columns masked at their source.
+  const rewrite = ruled && ctx.rewrite !== false && !seesEverything(ctx.config, roles, ctx.database);
+  return rewrite ? { statements, hiddenOf: (rel) => hidden.relation(rel) } : { statements };
 }
 
 function decideStatement(

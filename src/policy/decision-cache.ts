@@ -42,7 +42,12 @@ export class DecisionCache {
   /** The decision for (analysis, roles, ctx), from the cache or made now by {@link decide}. */
   decide(analysis: Analysis, roles: readonly string[], given: DecideContext): Decision {
     // A test that turned the SEE checks off (wall-switches.ts) gets decisions made without them.
-    const ctx = wallSwitches().seeChecks ? given : { ...given, seeChecks: false };
+    const w = wallSwitches();
+    const ctx = {
+      ...given,
+      ...(w.seeChecks && given.seeChecks !== false ? {} : { seeChecks: false }),
+      ...(w.rewrite && given.rewrite !== false ? {} : { rewrite: false }),
+    };
     const sorted = [...new Set(roles)].sort();
     const key = [
       analysisId(analysis),
@@ -52,6 +57,7 @@ export class DecisionCache {
       ctx.connection,
       ctx.catalog.version,
       ctx.seeChecks === false ? 'see-off' : 'see-on',
+      ctx.rewrite === false ? 'rewrite-off' : 'rewrite-on',
     ].join('\0');
     const hit = this.lru.get(key);
     if (hit) return hit;

@@ -1,4 +1,5 @@
 // The Decision value: what the proxy does with an analyzed SQL string for one set of roles.
+import type { CatalogRelation } from '../catalog/types.js';
 import type { Action } from '../sql/analysis-types.js';
 
 /** Who holds the credentials (seed 004, "Databases nobody has written a rule for"). */
@@ -63,4 +64,10 @@ export interface Decision {
   readonly statements: readonly StatementDecision[];
   /** The first refusal, when any statement (or the analysis) is refused. */
   readonly refusal?: Refusal;
+  /**
+   * Set when the string is allowed and the caller does not see everything in the database: the
+   * columns of a relation hidden from the caller (empty set: none), which the mask-at-read rewrite
+   * masks at their source (DESIGN.md "Three walls", wall 2). Absent: the text is sent as written.
+   */
+  readonly hiddenOf?: (rel: CatalogRelation) => ReadonlySet<string>;
 }

@@ -1,17 +1,21 @@
 // Test-only switches that turn a wall off, so each wall is shown to stand alone (DESIGN.md "Three walls"); never in the config.
 
-/** Which walls are on. All are on unless a test turned one off in its own process. */
+/**
+ * Which walls are on. `seeChecks` — the analysis's SEE checks (wall 1, DESIGN.md "Decision"
+ * step 2): masks, refusals of tests, computations and whole rows of hidden columns, writes as
+ * reads; off, every column is treated as seen by the decision the proxy makes (grant computation
+ * never is: it calls decide() directly). `rewrite` — mask at read (wall 2): the masking subqueries
+ * in the text sent upstream. All are on unless a test turned one off in its own process (or for
+ * one in-process proxy, `startProxy(…, { walls })`).
+ */
 export interface WallSwitches {
-  /**
-   * The analysis's SEE checks (wall 1, DESIGN.md "Decision" step 2): masks, refusals of tests,
-   * computations and whole rows of hidden columns, writes as reads. Off: every column is treated as
-   * seen by the decision the proxy makes (grant computation never is: it calls decide() directly).
-   */
   readonly seeChecks: boolean;
+  readonly rewrite: boolean;
 }
 
-const ALL_ON: WallSwitches = Object.freeze({ seeChecks: true });
-let current: WallSwitches = ALL_ON;
+/** Every wall on: what `serve`, `demo` and `mcp` always run with. */
+export const WALLS_ON: WallSwitches = Object.freeze({ seeChecks: true, rewrite: true });
+let current: WallSwitches = WALLS_ON;
 
 /** The switches in force in this process. */
 export function wallSwitches(): WallSwitches {
@@ -20,7 +24,7 @@ export function wallSwitches(): WallSwitches {
 
 /** True when every wall is on: `serve` refuses to start otherwise. */
 export function wallsIntact(): boolean {
-  return current.seeChecks;
+  return current.seeChecks && current.rewrite;
 }
 
 /**
@@ -31,6 +35,14 @@ export function wallsIntact(): boolean {
 export function setWallSwitchesForTests(next: Partial<WallSwitches>): () => void {
   current = Object.freeze({ ...current, ...next });
   return () => {
-    current = ALL_ON;
+    current = WALLS_ON;
+  };
+}
+
+/** The switches of this process combined with those of one proxy (a wall is on only if on in both). */
+export function effectiveWalls(proxy: Partial<WallSwitches> | undefined): WallSwitches {
+  return {
+    seeChecks: current.seeChecks && proxy?.seeChecks !== false,
+    rewrite: current.rewrite && proxy?.rewrite !== false,
   };
 }

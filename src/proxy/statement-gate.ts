@@ -1,16 +1,29 @@
 // Decides a SQL string before any of it is sent: analysis, decision, and the plan of each statement.
-import type { Catalog } from '../catalog/types.js';
+import type { Catalog, CatalogRelation } from '../catalog/types.js';
 import type { Config } from '../policy/config-schema.js';
+import type { WallSwitches } from '../policy/wall-switches.js';
 import type { ConnectionKind, Decision, Refusal, StatementDecision } from '../policy/decision-types.js';
 import type { Analysis, ColumnOrigin, SessionEffect, StatementAnalysis } from '../sql/analysis-types.js';
 import type { AnalysisCache } from '../sql/analyze.js';
+import { catalogIndex } from '../policy/hidden-columns.js';
+import type { RewriteCache } from '../rewrite/rewrite-cache.js';
+import { type RewrittenSql, rewriteSql } from '../rewrite/rewrite-sql.js';
+import { isRewritten } from '../rewrite/tree-walk.js';
+import { loadedParser, majorOfServerVersion } from '../sql/parser.js';
 import type { SearchPathTracker } from './search-path-tracker.js';
 
 /** decide() of src/policy (DESIGN.md "Decision"), injected so the proxy does not re-implement it. */
 export type Decider = (
   analysis: Analysis,
   roles: readonly string[],
-  ctx: { config: Config; connection: ConnectionKind; database: string; catalog: Catalog },
+  ctx: {
+    config: Config;
+    connection: ConnectionKind;
+    database: string;
+    catalog: Catalog;
+    seeChecks?: boolean;
+    rewrite?: boolean;
+  },
 ) => Decision;
 
 /**
@@ -30,6 +43,12 @@ export interface StatementPlan {
   readonly changesCatalog: boolean;
   /** The version of the catalog the statement was analyzed with. */
   readonly catalogVersion: number;
+  /**
+   * Whether a RowDescription origin is a column hidden from the caller (mask at read: such a
+   * column never arrives unmasked; one that does is refused, never sent). Absent: the caller
+   * sees everything.
+   */
+  readonly hiddenOrigin?: (tableOid: number, attnum: number) => boolean;
 }
 
 /**
@@ -37,6 +56,7 @@ export interface StatementPlan {
  * could not decide yet because it uses what the decided part creates (issue 15): the text to
  * gate once `plans` have run inside the string's transaction, the decided part blanked out so
  * that positions stay those of the whole string.
+ * `sent`: the rewritten text to send instead of `head` or the whole string (mask at read).
  */
 export type GateResult =
   | {
@@ -46,6 +66,7 @@ export type GateResult =
       /** With `rest`: the text to send now, the string up to where `rest` starts. */
       readonly head?: string;
       readonly rest?: string;
+      readonly sent?: RewrittenSql;
     }
   | { readonly ok: false; readonly refusal: Refusal; readonly statement?: StatementAnalysis };
 
@@ -84,6 +105,10 @@ export interface GateSession {
    * uncommitted DDL and its temporary tables; null when the connection is not free for it.
    */
   readonly inBandCatalog: () => Promise<Catalog | null>;
+  /** Rewritten texts of the server (mask at read), shared by its sessions. */
+  readonly rewrites?: RewriteCache;
+  /** Test-only wall switches (policy/wall-switches.ts); absent: every wall on. */
+  readonly walls?: WallSwitches;
 }
 
 /** SQLSTATEs of analysis refusals that a fresher catalog may cure (issue 5: analysis runs once more). */
@@ -257,7 +282,14 @@ function decideAnalysis(
     return { ok: false, refusal: early, ...(statement ? { statement } : {}) };
   }
 
-  const ctx = { config: session.config, connection: session.connection, database: session.database, catalog };
+  const ctx = {
+    config: session.config,
+    connection: session.connection,
+    database: session.database,
+    catalog,
+    ...(session.walls?.seeChecks === false ? { seeChecks: false } : {}),
+    ...(session.walls?.rewrite === false ? { rewrite: false } : {}),
+  };
   const decision = decide(analysis, session.roles, ctx);
   if (decision.refusal) {
     const refused = decision.statements.findIndex((d) => d.verdict === 'refuse');
@@ -311,7 +343,48 @@ function decideAnalysis(
     }
     if (plans.length === i) plans.push(planOf(statement, d, catalog.version, inner));
   }
-  return { ok: true, plans, catalog };
+  const hiddenOf = decision.hiddenOf;
+  if (!hiddenOf) return { ok: true, plans, catalog };
+  // Mask at read: the text sent upstream reads hidden columns as the mask constant.
+  const parser = loadedParser(majorOfServerVersion(catalog.serverVersionNum));
+  if (!parser) return { ok: false, refusal: { sqlstate: '0A000', message: 'no parser for this server version' } };
+  const make = () => rewriteSql(sql, analysis.statements, { catalog, hiddenOf, parse: (t) => parser.parse(t) });
+  const sent = session.rewrites ? session.rewrites.get(decision, sql, make) : make();
+  if ('refusal' in sent) {
+    const r = sent.refusal;
+    return {
+      ok: false,
+      refusal: {
+        sqlstate: r.sqlstate,
+        message: r.message,
+        ...(r.hint ? { hint: r.hint } : {}),
+        ...(r.location !== undefined ? { position: r.location + 1 } : {}),
+      },
+    };
+  }
+  const hiddenOrigin = originCheck(catalog, hiddenOf);
+  const masked = plans.map((p) =>
+    // A rewritten statement's rows arrive masked: they pass as raw bytes. EXECUTE and FETCH run
+    // text prepared earlier (perhaps under another policy) and keep the wire mask.
+    isRewritten(p.statement.nodeType, {}) && p.statement.nodeType !== 'CopyStmt'
+      ? { ...p, mask: new Set<number>(), hiddenOrigin }
+      : { ...p, hiddenOrigin },
+  );
+  return sent.changed ? { ok: true, plans: masked, catalog, sent } : { ok: true, plans: masked, catalog };
+}
+
+/** Whether (table OID, attnum) of a RowDescription is a column `hiddenOf` hides. */
+function originCheck(
+  catalog: Catalog,
+  hiddenOf: (rel: CatalogRelation) => ReadonlySet<string>,
+): (tableOid: number, attnum: number) => boolean {
+  const index = catalogIndex(catalog);
+  return (tableOid, attnum) => {
+    const rel = index.byOid.get(tableOid);
+    if (!rel) return false;
+    const col = rel.columns.find((c) => c.attnum === attnum);
+    return col !== undefined && hiddenOf(rel).has(col.name);
+  };
 }
 
 /**

@@ -133,6 +133,37 @@ export interface AnalysisRefusal {
   readonly location?: number;
 }
 
+/**
+ * What one RangeVar of the statement's own text was bound to, for the mask-at-read rewrite
+ * (DESIGN.md "Three walls", wall 2: the text sent upstream names exactly what was decided).
+ * `location` is the RangeVar's UTF-8 byte offset in the whole SQL string, as libpg-query reports
+ * it. `target`: the relation an INSERT/UPDATE/DELETE/MERGE writes (never wrapped, only
+ * qualified). A `cte` binding names the CommonTableExpr it resolved to by the byte offset of its
+ * definition. References inside a view's stored definition are not in the text and not listed.
+ */
+export type RelationBinding =
+  | {
+      readonly kind: 'relation';
+      readonly location: number;
+      readonly schema: string;
+      readonly name: string;
+      readonly oid: number;
+      readonly target: boolean;
+    }
+  | { readonly kind: 'cte'; readonly location: number; readonly definition: number };
+
+/** A CTE defined in the statement's text: its name and the byte offset of its CommonTableExpr. */
+export interface CteDefinition {
+  readonly location: number;
+  readonly name: string;
+}
+
+/** Every relation reference and CTE definition of a statement's text (nested statements included). */
+export interface StatementBindings {
+  readonly relations: readonly RelationBinding[];
+  readonly ctes: readonly CteDefinition[];
+}
+
 /** The analysis of one statement of a (possibly multi-statement) SQL string. */
 export interface StatementAnalysis {
   /** Top-level parse node name, e.g. `SelectStmt`, `VariableSetStmt`. */
@@ -160,6 +191,8 @@ export interface StatementAnalysis {
    * side (absent: none).
    */
   readonly boundColumns?: readonly ColumnRef[];
+  /** The relations and CTEs its text names, as bound (row statements and the queries nested in others). */
+  readonly bindings?: StatementBindings;
   /** Set when the statement cannot be vouched for; the whole string is then refused. */
   readonly refusal?: AnalysisRefusal;
 }

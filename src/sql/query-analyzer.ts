@@ -9,6 +9,7 @@ import type {
   PlanRead,
   Requirement,
   ResultColumn,
+  StatementBindings,
 } from './analysis-types.js';
 
 /** The five row statements the query analysis handles. */
@@ -35,6 +36,8 @@ export interface QueryAnalyzerResult {
   readonly planReads?: readonly PlanRead[];
   /** The table and view columns references bind to, as Postgres's parser binds them; absent: none. */
   readonly boundColumns?: readonly ColumnRef[];
+  /** The RangeVars and CTE definitions of the statement's text, as bound (byte offsets). */
+  readonly bindings?: StatementBindings;
   readonly refusal?: AnalysisRefusal;
 }
 

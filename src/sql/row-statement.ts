@@ -115,6 +115,7 @@ export function analyzeRowStatement(
       .filter((c) => !CATALOG_SCHEMAS.has(c.schema))
       .map((c) => ({ ...c, location: toChar(c.location) })),
     boundColumns: result.boundColumns ?? [],
+    ...(result.bindings ? { bindings: result.bindings } : {}),
   };
   if (result.refusal) {
     const r = result.refusal;

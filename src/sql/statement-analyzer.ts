@@ -1,7 +1,14 @@
 // Analyzes the statements of one parsed SQL string in order, each under the session state the previous ones leave.
 
 import type { Catalog } from '../catalog/types.js';
-import type { Analysis, SessionEffect, StatementAnalysis } from './analysis-types.js';
+import type {
+  Analysis,
+  CteDefinition,
+  RelationBinding,
+  SessionEffect,
+  StatementAnalysis,
+  StatementBindings,
+} from './analysis-types.js';
 import type { ParsedSql } from './parser.js';
 import type { QueryAnalyzer } from './query-analyzer.js';
 import { refusalAt, refusedStatement, type StatementContext, unwrapNode } from './statement-context.js';
@@ -130,6 +137,9 @@ export function analyzeParsed(
   };
   const statements: StatementAnalysis[] = [];
   for (const st of parsed.statements) {
+    // Bindings of the queries nested in this statement (EXPLAIN, PREPARE, DECLARE, CREATE TABLE
+    // AS, COPY (query), …): their text is part of this statement's, which the rewrite qualifies.
+    const nested: StatementBindings[] = [];
     const makeCtx = (nodeType: string): StatementContext => ({
       catalog,
       searchPath: expandUser(state.current, catalog.sessionUser),
@@ -143,7 +153,9 @@ export function analyzeParsed(
         const w = unwrapNode(wrapper);
         const ctx = makeCtx(w?.type ?? 'UnknownStmt');
         if (!w) return refusedStatement(ctx, refusalAt(ctx, '42601', 'missing statement'));
-        return dispatch(w.type, w.node, ctx);
+        const inner = dispatch(w.type, w.node, ctx);
+        if (inner.bindings) nested.push(inner.bindings);
+        return inner;
       },
     });
     const analysis = withUserCodeTypes(
@@ -153,11 +165,23 @@ export function analyzeParsed(
       expandUser(state.current, catalog.sessionUser),
       parsed.offsets.toChar,
     );
-    statements.push(analysis);
+    statements.push(withNestedBindings(analysis, nested));
     applyEffects(state, analysis.sessionEffects, reset);
   }
   const first = statements.find((s) => s.refusal !== undefined);
   return first?.refusal ? { statements, refusal: first.refusal } : { statements };
+}
+
+/** The statement with the bindings of its nested queries added to its own (each RangeVar once). */
+function withNestedBindings(a: StatementAnalysis, nested: readonly StatementBindings[]): StatementAnalysis {
+  if (nested.length === 0) return a;
+  const relations = new Map<number, RelationBinding>();
+  const ctes = new Map<number, CteDefinition>();
+  for (const b of [...nested, ...(a.bindings ? [a.bindings] : [])]) {
+    for (const r of b.relations) relations.set(r.location, r);
+    for (const c of b.ctes) ctes.set(c.location, c);
+  }
+  return { ...a, bindings: { relations: [...relations.values()], ctes: [...ctes.values()] } };
 }
 
 /** Runs the handler of `nodeType`; a type without one, or a handler that throws, is refused 0A000. */

@@ -8,6 +8,7 @@ import type {
   PlanRead,
   Requirement,
   ResultColumn,
+  StatementBindings,
 } from '../analysis-types.js';
 import { analyzeDml } from './dml.js';
 import { QueryRefusal } from './errors.js';
@@ -36,6 +37,8 @@ export interface QueryResult {
   planReads: PlanRead[];
   /** The table and view columns references bind to, as Postgres's parser binds them (QueryState.boundColumns). */
   boundColumns: ColumnRef[];
+  /** Relation references and CTE definitions of the statement's text (byte offsets). */
+  bindings: StatementBindings;
   refusal?: AnalysisRefusal;
 }
 
@@ -97,6 +100,7 @@ export function analyzeQuery(nodeType: QueryNodeType, node: unknown, ctx: QueryC
     catalogRelations: [...state.catalogRelations],
     planReads: [...state.planReads.values()],
     boundColumns: [...state.boundColumns.values()],
+    bindings: { relations: [...state.relationBindings.values()], ctes: [...state.cteDefinitions.values()] },
     ...(refusal ? { refusal } : {}),
   };
 }

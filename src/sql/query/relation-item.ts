@@ -82,6 +82,7 @@ export function rangeVarItem(state: QueryState, scope: Scope, rv: Obj): FromItem
     const cte = findCte(scope, relname);
     if (cte?.pending) throw new QueryRefusal('42P19', cte.pending, loc(rv));
     if (cte) {
+      state.bind({ kind: 'cte', location: loc(rv), definition: cte.location ?? -1 });
       const refname = alias ? str(alias.aliasname) : relname;
       const cols = cte.columns.map((c) => ({ name: c.name, lineage: passUp(c.lineage) }));
       return {
@@ -96,6 +97,7 @@ export function rangeVarItem(state: QueryState, scope: Scope, rv: Obj): FromItem
     }
   }
   const rel = relationOf(state, rv);
+  state.bind({ kind: 'relation', location: loc(rv), schema: rel.schema, name: rel.name, oid: rel.oid, target: false });
   state.requireTable('SELECT', rel.schema, rel.name, 'read in FROM', loc(rv));
   if (CATALOG_SCHEMAS.has(rel.schema)) {
     state.catalogRelations.add(`${rel.schema}.${rel.name}`);

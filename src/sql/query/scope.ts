@@ -49,6 +49,8 @@ export interface CteDef {
   columns: ItemColumn[];
   readonly recursive: boolean;
   readonly pending?: string;
+  /** Byte offset of its CommonTableExpr in the statement's text (-1: not in the text). */
+  readonly location?: number;
 }
 
 /**

@@ -3,6 +3,8 @@ import type { Catalog, CatalogFunction } from '../../catalog/types.js';
 import type {
   Action,
   ColumnRef,
+  CteDefinition,
+  RelationBinding,
   ColumnUse,
   FunctionCall,
   PlanRead,
@@ -51,6 +53,10 @@ export class QueryState {
   readonly requirements = new Map<string, Requirement>();
   readonly functions: FunctionCall[] = [];
   readonly catalogRelations = new Set<string>();
+  /** RangeVars of the statement's own text and what they bound to (keyed by byte offset). */
+  readonly relationBindings = new Map<number, RelationBinding>();
+  /** CTEs defined in the statement's own text, keyed by byte offset. */
+  readonly cteDefinitions = new Map<number, CteDefinition>();
   /** Set while a view body is analyzed: every location inside it is reported as the view reference's. */
   locationOverride: number | undefined;
   /** Set when a volatile or set-returning function was called since the last reset (see target-list.ts). */
@@ -171,6 +177,21 @@ export class QueryState {
         ...(location >= 0 ? { location: this.at(location) } : {}),
       });
     }
+  }
+
+  /**
+   * Records what the RangeVar at byte offset `location` bound to. Nothing is recorded inside a
+   * view body (its text is not the statement's) or for a node without a location.
+   */
+  bind(binding: RelationBinding): void {
+    if (this.locationOverride !== undefined || binding.location < 0) return;
+    this.relationBindings.set(binding.location, binding);
+  }
+
+  /** Records a CTE defined in the statement's own text (see {@link bind}). */
+  defineCte(name: string, location: number): void {
+    if (this.locationOverride !== undefined || location < 0) return;
+    this.cteDefinitions.set(location, { name, location });
   }
 
   /** Records a resolved function call; notes volatility for the deferral rule of target-list.ts. */

@@ -77,7 +77,7 @@ function recursiveCte(
     analyzeWith(state, own, termScope);
   }
   const base = analyzeSelect(state, obj(body.larg) ?? {}, termScope);
-  const def: CteDef = { name, columns: columnsOf(base, aliases, true), recursive: true };
+  const def: CteDef = { name, columns: columnsOf(base, aliases, true), recursive: true, location };
   scope.ctes.set(name, def);
   const all = body.all === true;
   for (let pass = 0; pass < MAX_PASSES; pass++) {
@@ -189,6 +189,7 @@ export function analyzeWith(state: QueryState, withClause: Obj, scope: Scope): v
     const cte = ctes[i] as Obj;
     const searchCycle = Boolean(cte.search_clause || cte.cycle_clause);
     const name = str(cte.ctename);
+    state.defineCte(name, loc(cte));
     const aliases = names(cte.aliascolnames);
     const cteScope: Scope = { parent: scope.parent, namespace: [], ctes: scope.ctes };
     const [qk, q] = unwrap(cte.ctequery, loc(cte));
@@ -209,6 +210,6 @@ export function analyzeWith(state: QueryState, withClause: Obj, scope: Scope): v
     let out: OutColumn[];
     if (qk === 'SelectStmt') out = analyzeSelect(state, q, cteScope);
     else out = analyzeDml(state, qk, q, cteScope).columns;
-    scope.ctes.set(name, { name, columns: columnsOf(out, aliases, false), recursive: false });
+    scope.ctes.set(name, { name, columns: columnsOf(out, aliases, false), recursive: false, location: loc(cte) });
   }
 }
