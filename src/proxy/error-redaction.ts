@@ -117,3 +117,67 @@ export function secondWallRefusal(fields: ErrorFields): ErrorFields {
     detail: `PostgreSQL refused it: ${fields.message}`,
   };
 }
+
+/** Condition names of class P0 (plpgsql_error), PostgreSQL 15's errcodes.txt. */
+const PLPGSQL_ERRORS: Readonly<Record<string, string>> = {
+  P0000: 'plpgsql_error',
+  P0001: 'raise_exception',
+  P0002: 'no_data_found',
+  P0003: 'too_many_rows',
+  P0004: 'assert_failure',
+};
+
+/**
+ * Whether an error or notice was raised by code that runs inside the statement — a trigger, a rule,
+ * a function, `RAISE` — which may print the row it runs on (`RAISE NOTICE '%', OLD`, an exception
+ * with NEW in its message): class P0, or a CONTEXT naming a function (Postgres adds "PL/pgSQL
+ * function … line … at RAISE" or "SQL function …" to everything raised inside one).
+ */
+export function raisedByCode(fields: ErrorFields): boolean {
+  return fields.code.startsWith('P0') || /\bfunction\b/.test(fields.where ?? '');
+}
+
+/**
+ * The redacted form of an error or notice raised by code inside the statement (see
+ * {@link raisedByCode}), for a caller who does not see everything: {@link redactError}, and its
+ * MESSAGE replaced by the condition name (a P0 code) or a sentence saying it was withheld.
+ * Severity and SQLSTATE stay.
+ */
+export function redactRaised(fields: ErrorFields): ErrorFields {
+  const kept = redactError(fields);
+  const { hint: _hint, ...out } = kept;
+  out.message =
+    PLPGSQL_ERRORS[fields.code] ??
+    `${fields.severity === 'ERROR' ? 'an error' : 'a message'} raised by a function or trigger (its text may show values hidden from you, so pgwarden withholds it)`;
+  return out;
+}
+
+/**
+ * An error about a rewritten text, told in the caller's terms (mask at read): POSITION mapped back
+ * to the caller's text (dropped when it points into text pgwarden wrote), and generated CTE names
+ * replaced by the caller's in MESSAGE, DETAIL and HINT.
+ */
+export function unrewriteError(
+  fields: ErrorFields,
+  positions: { toOriginal(p: number): number | undefined } | null,
+  names: ReadonlyMap<string, string>,
+): ErrorFields {
+  const out: ErrorFields = { ...fields };
+  if (out.position !== undefined && positions) {
+    const p = positions.toOriginal(out.position);
+    if (p === undefined) delete out.position;
+    else out.position = p;
+  }
+  const rename = (t: string | undefined) => {
+    if (t === undefined) return t;
+    let r = t;
+    for (const [gen, orig] of names) r = r.replaceAll(gen, orig);
+    return r;
+  };
+  out.message = rename(out.message) ?? out.message;
+  if (out.detail !== undefined) out.detail = rename(out.detail) as string;
+  if (out.hint !== undefined) out.hint = rename(out.hint) as string;
+  delete out.internalQuery;
+  delete out.internalPosition;
+  return out;
+}

@@ -106,3 +106,23 @@ export function originMismatch(payload: Buffer, predicted: readonly ColumnOrigin
   }
   return null;
 }
+
+/**
+ * The wire's one check under mask at read (issue "Mask at read", point 3): the first result
+ * column whose RowDescription origin (table OID, attnum) is a column hidden from the caller and
+ * that is not masked on the wire, as a sentence; null when none. A rewritten statement reads
+ * hidden columns as the mask constant (origin 0), so such a column means the text sent read a
+ * hidden column as is: its rows are never sent.
+ */
+export function hiddenOriginColumn(
+  payload: Buffer,
+  isHidden: (tableOid: number, attnum: number) => boolean,
+  wireMasked: ReadonlySet<number>,
+): string | null {
+  for (const [i, f] of decodeRowDescription(payload).entries()) {
+    if (f.tableOid !== 0 && !wireMasked.has(i) && isHidden(f.tableOid, f.columnAttnum)) {
+      return `result column ${i + 1} ("${f.name}") is a column hidden from you`;
+    }
+  }
+  return null;
+}

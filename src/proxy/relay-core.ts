@@ -19,6 +19,7 @@ import {
   type StatementPlan,
   sliceCodePoints,
 } from './statement-gate.js';
+import type { Config } from '../policy/config-schema.js';
 import type { UpstreamSession } from './upstream.js';
 
 /** A bound portal: the plan of its statement and the statement's text (for the audit). */
@@ -33,6 +34,10 @@ export interface PreparedEntry {
   readonly plan: StatementPlan | null;
   readonly pathVersion: number;
   readonly catalogVersion: number;
+  /** The policy (Config value) it was decided under: a reload decides it again at Bind. */
+  readonly policy: Config;
+  /** The text prepared upstream (the rewritten one under mask at read). */
+  readonly sent: string;
 }
 
 /**

@@ -6,6 +6,7 @@ import { decodeCommandComplete } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
 import type { Frame } from '../wire/framer.js';
 import { decodeBind, decodeClose, decodeDescribe, decodeExecute, decodeParse } from '../wire/frontend.js';
+import { parse as encodeParse } from '../wire/frontend-encode.js';
 import { type Expect, type PortalEntry, PROBE_STATEMENT, type PreparedEntry } from './relay-core.js';
 import { SimpleQueryRelay } from './relay-simple-query.js';
 import { cursorPlan, type StatementPlan } from './statement-gate.js';
@@ -65,13 +66,16 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
           plan: result.plans[0] ?? null,
           pathVersion: this.o.gateSession.paths.version,
           catalogVersion: result.catalog.version,
+          policy: this.o.gateSession.config,
+          sent: result.sent?.text ?? sql,
         };
         // Pipelined Bind/Describe may follow before ParseComplete: the name exists from now on, and
         // is put back as it was if the upstream refuses the Parse (or skips it after an earlier error).
         this.expects.push({ t: 'parse', entry, undo: this.remember(this.statements, name) });
         this.statements.set(name, entry);
         this.o.gateSession.names.prepared.delete(name);
-        this.send(f.bytes);
+        // Mask at read: the statement prepared upstream is the rewritten text (wall 2).
+        this.send(result.sent ? encodeParse(name, result.sent.text, paramTypes) : f.bytes);
       },
       (r) => this.refuseExtended(r),
     );
@@ -108,23 +112,41 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
       this.send(f.bytes);
     };
     const current = this.o.gateSession.catalogNow();
+    const samePolicy = entry.policy === this.o.gateSession.config;
     if (
-      current &&
-      entry.pathVersion === this.o.gateSession.paths.version &&
-      entry.catalogVersion === current.version
+      samePolicy &&
+      // A rewritten text names every relation schema-qualified and every column it reads: the
+      // upstream runs exactly what was decided at Parse, whatever the search_path or catalog now.
+      (entry.sent !== entry.sql ||
+        (current &&
+          entry.pathVersion === this.o.gateSession.paths.version &&
+          entry.catalogVersion === current.version))
     ) {
       bound(entry);
       return undefined;
     }
-    // DESIGN.md: a decision made at Parse is made again at Bind when the search_path or the catalog changed.
+    // DESIGN.md: a decision made at Parse is made again at Bind when the search_path, the catalog
+    // or the policy changed.
     return this.withGate(
       entry.sql,
       (result) => {
+        // The upstream runs the text sent at Parse: when the decision now would send another
+        // (other hidden columns, another relation), that text no longer masks what it must.
+        if ((result.sent?.text ?? entry.sql) !== entry.sent) {
+          this.refuseExtended({
+            sqlstate: '0A000',
+            message: `prepared statement "${b.statement}" must be prepared again: what it reads or may see changed since it was prepared`,
+            hint: 'Close it and send Parse again.',
+          });
+          return;
+        }
         const again: PreparedEntry = {
           sql: entry.sql,
           plan: result.plans[0] ?? null,
           pathVersion: this.o.gateSession.paths.version,
           catalogVersion: result.catalog.version,
+          policy: this.o.gateSession.config,
+          sent: entry.sent,
         };
         this.statements.set(b.statement, again);
         bound(again);

@@ -1,7 +1,7 @@
 // Result replies: RowDescription checked against the predicted origins and masked, DataRow masked, CommandComplete's effects applied.
 import { errorResponse } from '../wire/backend.js';
 import type { Frame } from '../wire/framer.js';
-import { maskDataRow, maskRowDescription, originMismatch } from './masking.js';
+import { hiddenOriginColumn, maskDataRow, maskRowDescription, originMismatch } from './masking.js';
 import { SCRATCH_BYTES } from './relay-core.js';
 import { InBandCatalogRelay } from './relay-in-band-catalog.js';
 import { type StatementPlan, sliceCodePoints } from './statement-gate.js';
@@ -43,6 +43,20 @@ export abstract class ResultRelay extends InBandCatalogRelay {
         });
         this.discarding = true;
         return refusal;
+      }
+    }
+    if (plan.hiddenOrigin) {
+      const why = hiddenOriginColumn(f.payload, plan.hiddenOrigin, plan.mask);
+      if (why) {
+        this.o.invalidateCatalog();
+        this.o.log.error({ event: 'hidden-origin', why }, 'a hidden column arrived unmasked; rows not sent');
+        this.discarding = true;
+        return errorResponse({
+          severity: 'ERROR',
+          code: '42501',
+          message: `pgwarden refused the result: ${why}`,
+          hint: 'Run the statement again: pgwarden has re-read the catalog.',
+        });
       }
     }
     return plan.mask.size > 0 ? maskRowDescription(f.payload, plan.mask) : f.bytes;

@@ -39,7 +39,8 @@ export abstract class SimpleQueryRelay extends ResultRelay {
           return this.staged(result.plans, result.head, result.rest, started);
         }
         this.expects.push({ t: 'query', plans: result.plans, index: 0, sql, started });
-        this.send(f.bytes);
+        // Mask at read: the rewritten text goes up instead of the caller's (wall 2).
+        this.send(result.sent ? encodeQuery(result.sent.text) : f.bytes);
         this.batchOpen = false;
         return undefined;
       },

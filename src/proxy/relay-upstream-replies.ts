@@ -5,10 +5,11 @@ import {
   decodeParameterStatus,
   decodeReadyForQuery,
   errorResponse,
+  noticeResponse,
 } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
 import type { Frame } from '../wire/framer.js';
-import { redactError, secondWallRefusal } from './error-redaction.js';
+import { raisedByCode, redactError, redactRaised, secondWallRefusal, unrewriteError } from './error-redaction.js';
 import type { Expect } from './relay-core.js';
 import { ExtendedProtocolRelay } from './relay-extended-protocol.js';
 import type { StatementPlan } from './statement-gate.js';
@@ -58,6 +59,7 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
     if (this.internalReply(f)) return null;
     switch (f.code) {
       case BackendCode.NoticeResponse:
+        return this.discarding ? null : this.notice(f);
       case BackendCode.NotificationResponse:
         return this.discarding ? null : f.bytes;
       case BackendCode.ParameterStatus:
@@ -157,19 +159,40 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
     }
     if (this.discarding) return null;
     let redact = plan?.redact || (head?.t === 'query' && head.plans.some((p) => p.redact));
-    const fields = decodeErrorResponse(f.payload);
+    let fields = decodeErrorResponse(f.payload);
     if (this.o.secondWall && fields.code === '42501' && fields.message.startsWith('permission denied'))
       return errorResponse(secondWallRefusal(fields));
+    const sent = plan?.sent ?? (head?.t === 'query' ? head.plans.find((p) => p.sent)?.sent : undefined);
+    // Mask at read: the error is about the text pgwarden sent; tell it about the caller's.
+    if (sent) fields = unrewriteError(fields, sent.positions, sent.names);
+    const fatal = fields.severity === 'FATAL' || fields.severity === 'PANIC';
+    // Code inside the statement (a trigger, a function, RAISE) may print the row it runs on.
+    if (!fatal && raisedByCode(fields) && !this.seesEverything()) return errorResponse(redactRaised(fields));
     // A constraint failure or data exception may come from another table than the statement
     // names (a cascade, a trigger): its DETAIL or MESSAGE prints that row or value. A caller who
     // does not see everything gets neither, whatever the statement.
     if (!redact && (fields.code.startsWith('23') || fields.code.startsWith('22'))) {
-      const g = this.o.gateSession;
-      redact = !seesEverything(g.config, g.roles, g.database);
+      redact = !this.seesEverything();
     }
-    if (!redact) return f.bytes;
-    if (fields.severity === 'FATAL' || fields.severity === 'PANIC') return f.bytes;
+    if (!redact) return sent ? errorResponse(fields) : f.bytes;
+    if (fatal) return f.bytes;
     return errorResponse(redactError(fields));
+  }
+
+  /** Whether the session's roles see every column of its database (nothing to redact for them). */
+  private seesEverything(): boolean {
+    const g = this.o.gateSession;
+    return seesEverything(g.config, g.roles, g.database);
+  }
+
+  /**
+   * A NoticeResponse: as is, unless code inside the statement raised it (a trigger's `RAISE
+   * NOTICE '%', OLD` prints the row) and the caller does not see everything: then redacted.
+   */
+  private notice(f: Frame): Buffer {
+    const fields = decodeErrorResponse(f.payload);
+    if (!raisedByCode(fields) || this.seesEverything()) return f.bytes;
+    return noticeResponse(redactRaised(fields));
   }
 
   /** Replies that belong to the head of the queue. */

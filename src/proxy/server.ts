@@ -7,6 +7,8 @@ import type { Logger } from 'pino';
 import type { LoadedConfig } from '../policy/config-load.js';
 import { splitHostPort } from '../policy/config-schema.js';
 import { DecisionCache } from '../policy/decision-cache.js';
+import type { WallSwitches } from '../policy/wall-switches.js';
+import { RewriteCache } from '../rewrite/rewrite-cache.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
 import { configEpoch } from '../policy/policy-document.js';
 import { ManagedRoles } from '../roles/managed-roles.js';
@@ -88,6 +90,11 @@ export interface ProxyOptions {
   readonly listen?: string;
   /** Where audit lines go (default: the main logger); `serve` gives a buffered one. */
   readonly auditLogger?: Logger;
+  /**
+   * Test-only: walls turned off (policy/wall-switches.ts), so a test can prove each other wall
+   * holds alone. The command line never sets it; not part of the config schema.
+   */
+  readonly walls?: WallSwitches;
 }
 
 /**
@@ -123,6 +130,7 @@ export async function startProxy(
   await managed.start(initial.config);
   const analyses = createAnalysisCache();
   const decisions = new DecisionCache();
+  const rewrites = new RewriteCache();
   const audit = new AuditLog(opts.auditLogger ?? logger, () => configEpoch(current.config));
   let nextId = 1;
   let closing = false;
@@ -195,6 +203,8 @@ export async function startProxy(
       catalogs,
       analyses,
       decisions,
+      rewrites,
+      ...(opts.walls ? { walls: opts.walls } : {}),
       audit,
       managed,
       connection: opts.connection ?? current.config.mode,

@@ -16,6 +16,8 @@ import {
 } from '../policy/connection-roles.js';
 import { checkDatabaseAccess } from '../policy/database-access.js';
 import type { DecisionCache } from '../policy/decision-cache.js';
+import type { WallSwitches } from '../policy/wall-switches.js';
+import type { RewriteCache } from '../rewrite/rewrite-cache.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
 import { findPrincipal, type Principal } from '../policy/principals.js';
 import { type ManagedRoles, ManagedRolesError, type SetLogin } from '../roles/managed-roles.js';
@@ -82,6 +84,10 @@ export interface SessionContext {
   readonly catalogs: CatalogSource;
   readonly analyses: AnalysisCache;
   readonly decisions: DecisionCache;
+  /** Rewritten texts (mask at read), shared by the server's sessions. */
+  readonly rewrites: RewriteCache;
+  /** Test-only wall switches (policy/wall-switches.ts); absent: every wall on. */
+  readonly walls?: WallSwitches;
   readonly audit: AuditLog;
   /** Set logins of `roles: managed` databases (issue 17). */
   readonly managed: ManagedRoles;
@@ -606,6 +612,8 @@ export class ClientSession {
         connection: this.ctx.connection,
         paths: new SearchPathTracker(startPath),
         names: { prepared: new Map(), cursors: new Map() },
+        rewrites: this.ctx.rewrites,
+        ...(this.ctx.walls ? { walls: this.ctx.walls } : {}),
         catalog: async (refresh) => {
           this.dropStaleOwnCatalog(database);
           // At most one refresh a second per database: unknown names must not drive catalog reads.

@@ -49,6 +49,8 @@ export interface StatementPlan {
    * sees everything.
    */
   readonly hiddenOrigin?: (tableOid: number, attnum: number) => boolean;
+  /** The rewritten text the statement went up in (errors about it are mapped back to the caller's). */
+  readonly sent?: RewrittenSql;
 }
 
 /**
@@ -367,8 +369,8 @@ function decideAnalysis(
     // A rewritten statement's rows arrive masked: they pass as raw bytes. EXECUTE and FETCH run
     // text prepared earlier (perhaps under another policy) and keep the wire mask.
     isRewritten(p.statement.nodeType, {}) && p.statement.nodeType !== 'CopyStmt'
-      ? { ...p, mask: new Set<number>(), hiddenOrigin }
-      : { ...p, hiddenOrigin },
+      ? { ...p, mask: new Set<number>(), hiddenOrigin, ...(sent.changed ? { sent } : {}) }
+      : { ...p, hiddenOrigin, ...(sent.changed ? { sent } : {}) },
   );
   return sent.changed ? { ok: true, plans: masked, catalog, sent } : { ok: true, plans: masked, catalog };
 }
