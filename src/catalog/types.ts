@@ -71,6 +71,8 @@ export interface CatalogRelation {
   readonly rowTypeOid?: number;
   /** The array type of the row type (pg_type.typarray). */
   readonly rowArrayTypeOid?: number;
+  /** pg_class.relhassubclass: it has (or had) inheritance children or partitions (absent: unknown, so may). */
+  readonly hasChildren?: boolean;
   /** OIDs of the inheritance or partitioning parents (pg_inherits.inhparent, in inhseqno order). */
   readonly parents?: readonly number[];
 }

@@ -139,7 +139,7 @@ function statementBlock(
         c.action,
         c.object,
         paint(granted, colourOf, colour),
-        paint(ruleText(r.config, c.rule), 'dim', colour),
+        paint(c.carries ? `carries ${c.carries}` : ruleText(r.config, c.rule), 'dim', colour),
       ]);
     }
     out += `\n${alignedTable(rows, '  ')}`;
@@ -206,6 +206,7 @@ export function checkJson(r: CheckReport): Record<string, unknown> {
         granted: c.granted,
         rule: c.rule ? rulePath(c.rule) : null,
         ruleText: ruleText(r.config, c.rule),
+        ...(c.carries ? { carries: c.carries } : {}),
       })),
     };
   });

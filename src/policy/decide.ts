@@ -216,6 +216,9 @@ function hiddenDetail(
     return `Column ${shortName(schema, table, column)} is generated from ${shortName(schema, table, vis.generatedFrom)}, which is hidden. ${hiddenDetail(ctx, roles, schema, table, vis.generatedFrom, from, hidden)}`;
   }
   const name = fullName(ctx.database, { level: 'column', schema, table, column });
+  if (vis.carries !== undefined && vis.see.granted) {
+    return `Column ${shortName(schema, table, column)} carries ${vis.carries}, which is hidden from you: a column is hidden in every relation whose rows carry it.`;
+  }
   if (vis.see.rule?.effect === 'deny') return deniedDetail(ctx.config, roles, 'SEE', name, vis.see.rule);
   return `${rolesSentence(roles)} No rule of ${roles.length === 1 ? 'it' : 'them'} allows SEE on ${name}, so its values are hidden.`;
 }
@@ -241,6 +244,7 @@ function checkUses(
         object: name,
         granted: !vis.hidden,
         ...(vis.see.rule ? { rule: vis.see.rule } : {}),
+        ...(vis.hidden && vis.carries ? { carries: vis.carries } : {}),
       });
     }
     return vis;

@@ -36,6 +36,8 @@ export interface RequirementVerdict {
   readonly object: string;
   readonly granted: boolean;
   readonly rule?: RuleRef;
+  /** For a SEE check of a column hidden because it carries a hidden column's rows: which (hidden-columns.ts). */
+  readonly carries?: string;
 }
 
 /** The decision for one statement of the string. */

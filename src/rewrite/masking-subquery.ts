@@ -37,7 +37,7 @@ export function maskingSelectList(
 
 /**
  * The text that replaces a reference to `rel` in a FROM clause: `(SELECT <list> FROM [ONLY]
- * "schema"."name")`, followed by ` AS "name"` when the reference had no alias (the reference's own
+ * "schema"."name" AS "refname")` (`refname`: the reference's alias, or the relation's name), followed by ` AS "name"` when the reference had no alias (the reference's own
  * alias and column alias list, when it had them, stay in the text after it). Postgres then
  * computes every predicate, join, group, window and whole-row value over the mask constant.
  */
@@ -46,7 +46,8 @@ export function maskingSubquery(
   hidden: ReadonlySet<string>,
   opts: { readonly only: boolean; readonly aliased: boolean; readonly refname: string; readonly system: readonly string[] },
 ): string {
-  const from = `${opts.only ? 'ONLY ' : ''}${qualifiedName(rel.schema, rel.name)}`;
+  // The inner reference takes the outer one's name, so plans and messages name it as the caller did.
+  const from = `${opts.only ? 'ONLY ' : ''}${qualifiedName(rel.schema, rel.name)} AS ${quoteIdent(opts.refname)}`;
   const sub = `(SELECT ${maskingSelectList(rel, hidden, opts.system)} FROM ${from})`;
   return opts.aliased ? sub : `${sub} AS ${quoteIdent(opts.refname)}`;
 }

@@ -208,7 +208,9 @@ function rewriteRangeVar(
   const text = maskingSubquery(rel, hidden, {
     only: item.only,
     aliased,
-    refname: rel.name,
+    refname: typeof (n.alias as { aliasname?: unknown } | undefined)?.aliasname === 'string'
+      ? ((n.alias as { aliasname: string }).aliasname)
+      : rel.name,
     system: [...system],
   });
   const edits: Edit[] = [{ ...item.span, text }];

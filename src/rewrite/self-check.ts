@@ -44,7 +44,8 @@ function wrapperTarget(sub: unknown, ctx: RewriteContext): Obj | undefined {
   if (s.op !== 'SETOP_NONE') return undefined;
   const from = Array.isArray(s.fromClause) ? (s.fromClause as Obj[]) : [];
   const rv = from.length === 1 ? (from[0]?.RangeVar as Obj | undefined) : undefined;
-  if (!rv || !rv.schemaname || rv.alias) return undefined;
+  // The inner reference may carry the outer one's name as a plain alias (no column aliases).
+  if (!rv || !rv.schemaname || (rv.alias as Obj | undefined)?.colnames !== undefined) return undefined;
   const rel = ctx.catalog.relations.get(catalogKey(str(rv.schemaname), str(rv.relname)));
   if (!rel) return undefined;
   const hidden = ctx.hiddenOf(rel);

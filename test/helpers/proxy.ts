@@ -7,6 +7,7 @@ import { inject } from 'vitest';
 import YAML from 'yaml';
 import { DEMO_APP_PASSWORD, DEMO_DIR } from '../../src/embedded/demo.js';
 import { type LoadedConfig, parseConfig } from '../../src/policy/config-load.js';
+import type { WallSwitches } from '../../src/policy/wall-switches.js';
 import { type ProxyServer, startProxy } from '../../src/proxy/server.js';
 
 /** The demo config as a plain object, pointed at the test PostgreSQL, listening on a free port. */
@@ -50,7 +51,7 @@ export interface TestProxy {
 /** Starts a proxy with `obj` (default: the demo config). Logs go nowhere unless PGWARDEN_TEST_LOG is set. */
 export async function startTestProxy(
   obj: Record<string, unknown> = demoConfigObject(),
-  opts: { logLines?: Record<string, unknown>[] } = {},
+  opts: { logLines?: Record<string, unknown>[]; walls?: WallSwitches } = {},
 ): Promise<TestProxy> {
   const lines = opts.logLines;
   const logger = lines
@@ -59,7 +60,7 @@ export async function startTestProxy(
         { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) },
       )
     : pino({ level: process.env.PGWARDEN_TEST_LOG ?? 'silent' });
-  const server = await startProxy(loadTestConfig(obj), logger);
+  const server = await startProxy(loadTestConfig(obj), logger, opts.walls ? { walls: opts.walls } : {});
   const port = server.address.port;
   const url = (user: string, password = user, database = 'demo') =>
     `postgres://${encodeURIComponent(user)}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;

@@ -5,6 +5,7 @@ import pino from 'pino';
 import YAML from 'yaml';
 import { DEMO_APP_PASSWORD, DEMO_DIR } from '../../src/embedded/demo.js';
 import { parseConfig } from '../../src/policy/config-load.js';
+import type { WallSwitches } from '../../src/policy/wall-switches.js';
 import { type ProxyServer, startProxy } from '../../src/proxy/server.js';
 import { type Answer, AnswerSession, type Normalizer } from './client.js';
 import { createNoninterferenceDatabases, dbName, HIDDEN, type PgServer, type Side } from './databases.js';
@@ -198,7 +199,7 @@ export class Harness {
   static async start(
     server: PgServer,
     prefix: string,
-    opts: { roles?: 'single' | 'managed' } = {},
+    opts: { roles?: 'single' | 'managed'; walls?: WallSwitches } = {},
   ): Promise<Harness> {
     await loadModule();
     await createNoninterferenceDatabases(server, prefix);
@@ -213,7 +214,7 @@ export class Harness {
       env,
     );
     const logger = pino({ level: process.env.PGWARDEN_TEST_LOG ?? 'silent' });
-    return new Harness(prefix, await startProxy(cfg, logger));
+    return new Harness(prefix, await startProxy(cfg, logger, opts.walls ? { walls: opts.walls } : {}));
   }
 
   async close(): Promise<void> {

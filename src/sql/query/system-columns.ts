@@ -14,8 +14,6 @@ export const SYSTEM_COLUMNS: ReadonlyMap<string, number> = new Map([
   ['tableoid', -6],
 ]);
 
-/** Relation kinds whose rows may come from other relations (inheritance children, partitions). */
-const MAY_HAVE_CHILDREN: ReadonlySet<string> = new Set(['table', 'partitioned', 'foreign']);
 
 /**
  * The system column `name` of FROM item `item`, or null when it has none of that name.
@@ -27,10 +25,12 @@ const MAY_HAVE_CHILDREN: ReadonlySet<string> = new Set(['table', 'partitioned', 
  * materialized view, sequence or system catalog, never a view, derived table, CTE, function or
  * join (Postgres: 42703 there too; scanNSItemForColumn looks system columns up only on an
  * RTE_RELATION that is not a view).
- * `tableoid` of a table that may have children (inheritance, partitions) tells which child a row
- * is stored in, which the partition key — possibly a hidden column — decides: it is a `compute`
- * use of every column of the table (deferred, replayed where the column is consumed), so a hidden
- * column refuses it. Catalog relations are exempt (their columns are never hidden).
+ * `tableoid` of a partitioned table or a table with inheritance children (pg_class.relhassubclass;
+ * a catalog without that field counts as having them) tells which child a row is stored in, which
+ * the partition key — possibly a hidden column — decides: it is a `compute` use of every column
+ * of the table (deferred, replayed where the column is consumed), so a hidden column refuses it.
+ * Of a table without children it is a constant and reads nothing. Catalog relations are exempt
+ * (their columns are never hidden).
  * Source: PostgreSQL src/include/access/sysattr.h, parse_relation.c (specialAttNum).
  */
 export function systemColumn(item: FromItem, name: string, location: number): ItemColumn | null {
@@ -38,7 +38,9 @@ export function systemColumn(item: FromItem, name: string, location: number): It
   const attnum = SYSTEM_COLUMNS.get(name);
   if (!rel || attnum === undefined || rel.kind === 'view') return null;
   const deferred: ColumnUse[] = [];
-  if (name === 'tableoid' && MAY_HAVE_CHILDREN.has(rel.kind) && !CATALOG_SCHEMAS.has(rel.schema)) {
+  const mayHaveChildren =
+    rel.kind === 'partitioned' || ((rel.kind === 'table' || rel.kind === 'foreign') && rel.hasChildren !== false);
+  if (name === 'tableoid' && mayHaveChildren && !CATALOG_SCHEMAS.has(rel.schema)) {
     for (const c of rel.columns) {
       deferred.push({
         use: 'compute',

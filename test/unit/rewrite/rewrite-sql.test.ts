@@ -16,8 +16,10 @@ beforeAll(async () => {
 });
 const ctx = () => ({ catalog, hiddenOf, parse: (t: string) => parser.parse(t) });
 
-const USERS =
-  `(SELECT "id", "name", '*****'::text AS "email", '*****'::text AS "ssn", "org_id" FROM "public"."users")`;
+/** The masking subquery of public.users, its inner reference named `ref`. */
+const W = (ref = 'users', only = false) =>
+  `(SELECT "id", "name", '*****'::text AS "email", '*****'::text AS "ssn", "org_id" FROM ${only ? 'ONLY ' : ''}"public"."users" AS "${ref}")`;
+const USERS = W();
 
 /** The rewritten text of `sql` (its own analysis), CTE names made stable for comparison. */
 function rewrite(sql: string, analyzedAs = sql): string {
@@ -41,17 +43,17 @@ describe('relations with hidden columns are read through a masking subquery', ()
     expect(rewrite('select * from users')).toBe(`select * from ${USERS} AS "users"`);
   });
   test('an alias and its column list stay as written', () => {
-    expect(rewrite('select u.a from users as u(a, b)')).toBe(`select u.a from ${USERS} as u(a, b)`);
+    expect(rewrite('select u.a from users as u(a, b)')).toBe(`select u.a from ${W('u')} as u(a, b)`);
   });
   test('every other relation is schema-qualified', () => {
     expect(rewrite('select o.id from orders o join users u on u.id = o.user_id')).toBe(
-      `select o.id from "public"."orders" o join ${USERS} u on u.id = o.user_id`,
+      `select o.id from "public"."orders" o join ${W('u')} u on u.id = o.user_id`,
     );
   });
   test('ONLY and ONLY ( … ) move inside the subquery; the inheritance star goes', () => {
-    expect(rewrite('select id from only users')).toBe(`select id from ${USERS.replace('FROM "public"', 'FROM ONLY "public"')} AS "users"`);
-    expect(rewrite('select id from only (users) x')).toBe(`select id from ${USERS.replace('FROM "public"', 'FROM ONLY "public"')} x`);
-    expect(rewrite('select id from users * x')).toBe(`select id from ${USERS} x`);
+    expect(rewrite('select id from only users')).toBe(`select id from ${W('users', true)} AS "users"`);
+    expect(rewrite('select id from only (users) x')).toBe(`select id from ${W('x', true)} x`);
+    expect(rewrite('select id from users * x')).toBe(`select id from ${W('x')} x`);
   });
   test('TABLE users becomes SELECT * FROM the subquery', () => {
     expect(rewrite('table users')).toBe(`SELECT * FROM ${USERS} AS "users"`);
@@ -61,7 +63,7 @@ describe('relations with hidden columns are read through a masking subquery', ()
       `select 1 where exists (select 1 from (select id from ${USERS} AS "users") s)`,
     );
     expect(rewrite("update orders set note = 'x' from users u where u.id = orders.user_id")).toBe(
-      `update "public"."orders" set note = 'x' from ${USERS} u where u.id = orders.user_id`,
+      `update "public"."orders" set note = 'x' from ${W('u')} u where u.id = orders.user_id`,
     );
     expect(rewrite('delete from orders using users where users.id = orders.user_id')).toBe(
       `delete from "public"."orders" using ${USERS} AS "users" where users.id = orders.user_id`,
@@ -79,7 +81,7 @@ describe('relations with hidden columns are read through a masking subquery', ()
   });
   test('system columns the statement names are passed after the user columns', () => {
     expect(rewrite('select ctid, id from users')).toBe(
-      `select ctid, id from (SELECT "id", "name", '*****'::text AS "email", '*****'::text AS "ssn", "org_id", "ctid" FROM "public"."users") AS "users"`,
+      `select ctid, id from (SELECT "id", "name", '*****'::text AS "email", '*****'::text AS "ssn", "org_id", "ctid" FROM "public"."users" AS "users") AS "users"`,
     );
   });
 });
@@ -153,7 +155,7 @@ describe('positions, literals and the self-check', () => {
     expect(selfCheck('select * from "public"."users"', new Set(), ctx())).toMatch(/without its masking subquery/);
     expect(selfCheck('select * from orders', new Set(), ctx())).toMatch(/not schema-qualified/);
     expect(
-      selfCheck(`select * from (SELECT "id", "name", "email", '*****'::text AS "ssn", "org_id" FROM "public"."users") u`, new Set(), ctx()),
+      selfCheck(`select * from (SELECT "id", "name", "email", '*****'::text AS "ssn", "org_id" FROM "public"."users" AS "u") u`, new Set(), ctx()),
     ).toMatch(/without its masking subquery/);
     expect(selfCheck(`select * from ${USERS} u`, new Set(), ctx())).toBeNull();
   });

@@ -1,0 +1,55 @@
+// Wall 2 alone: with the analysis's SEE refusals switched off, mask at read keeps every read noninterferent.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { statementArb } from './generator.js';
+import { Harness, report, type Stmt } from './harness.js';
+import { knownStatements } from './sources.js';
+
+// alice holds SELECT and SEE but not on the hidden columns, and no write action: every statement
+// of hers that runs is a read. With the SEE checks off, her tests, computations and whole-row
+// uses of hidden columns run upstream — over the mask constant, never over the values.
+const COUNT = Number(process.env.NI_ALONE_COUNT ?? 1000);
+const SEED = process.env.NI_SEED ? Number(process.env.NI_SEED) : Date.now() % 2 ** 31;
+
+let harness: Harness;
+beforeAll(async () => {
+  harness = await Harness.start(inject('pg'), 'nia', { walls: { seeChecks: false, rewrite: true } });
+});
+afterAll(async () => {
+  await harness?.close();
+});
+
+function leaks(outcomes: Awaited<ReturnType<Harness['run']>>['outcomes']): string[] {
+  return outcomes.filter((o) => o.kind === 'leak').map((o) => `${o.stmt.id}: ${o.stmt.sql}\n  ${o.diff}`);
+}
+
+describe('mask at read alone (the analysis SEE checks off)', () => {
+  test('statements the analysis would refuse now run, and learn nothing', async () => {
+    for (const sql of [
+      "select count(*) from users where ssn like '9%'",
+      'select (x).ssn from (select u as x from users u union all select null::users) s',
+      'select to_json(u)::text from users u order by u.id',
+      'select email as name from users group by name',
+      'select secret from orgs order by secret',
+    ]) {
+      const o = await harness.single({ id: 'alone', sql }, 'alice');
+      expect(o.verdict, sql).not.toBe('refused');
+      expect(o.kind, `${sql}: ${o.diff}`).toBe('same');
+    }
+  });
+
+  test('every known statement: 0 leaks for reads', { timeout: 400_000 }, async () => {
+    const { stmts } = knownStatements();
+    const { outcomes, skipped } = await harness.run(stmts, { workers: 4, users: ['alice'] });
+    console.log(report('mask at read alone, known statements', outcomes, skipped));
+    expect(leaks(outcomes)).toEqual([]);
+  });
+
+  test(`${COUNT} generated statements (seed ${SEED}): 0 leaks for reads`, { timeout: 400_000 }, async () => {
+    const values = fc.sample(statementArb, { seed: SEED, numRuns: COUNT });
+    const stmts: Stmt[] = values.map((v, i) => ({ id: `generated seed=${SEED} path=${i}`, sql: v.sql, mode: v.mode }));
+    const { outcomes, skipped } = await harness.run(stmts, { workers: 3, users: ['alice'] });
+    console.log(report(`mask at read alone, generated (seed ${SEED})`, outcomes, skipped));
+    expect(leaks(outcomes)).toEqual([]);
+  });
+});
