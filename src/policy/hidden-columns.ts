@@ -177,7 +177,11 @@ export class HiddenColumns {
           if (carried) out = { hidden: true, see, carries: carried };
         }
         const rowOf = col ? catalogIndex(this.catalog).byRowType.get(col.typeOid) : undefined;
-        if (!out.hidden && rowOf && rowOf.columns.some((c) => this.visit(rowOf.schema, rowOf.name, c.name, seen).hidden)) {
+        if (
+          !out.hidden &&
+          rowOf &&
+          rowOf.columns.some((c) => this.visit(rowOf.schema, rowOf.name, c.name, seen).hidden)
+        ) {
           out = { hidden: true, see, carries: `values of row type ${rowOf.schema}.${rowOf.name}` };
         }
       } finally {

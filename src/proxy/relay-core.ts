@@ -2,6 +2,7 @@
 import type net from 'node:net';
 import type { Logger } from 'pino';
 import type { ResultRows } from '../catalog/read-catalog.js';
+import type { Config } from '../policy/config-schema.js';
 import type { Refusal } from '../policy/decision-types.js';
 import type { StatementAnalysis } from '../sql/analysis-types.js';
 import type { AnalysisCache } from '../sql/analyze.js';
@@ -19,7 +20,6 @@ import {
   type StatementPlan,
   sliceCodePoints,
 } from './statement-gate.js';
-import type { Config } from '../policy/config-schema.js';
 import type { UpstreamSession } from './upstream.js';
 
 /** A bound portal: the plan of its statement and the statement's text (for the audit). */

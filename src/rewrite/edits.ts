@@ -52,7 +52,10 @@ function codePoints(s: string): number {
  * Applies non-overlapping `edits` to `bytes` (the UTF-8 text). Output: the new text and the
  * {@link PositionMap}; null when two edits overlap (the caller refuses: fail closed).
  */
-export function applyEdits(bytes: Buffer, edits: readonly Edit[]): { text: string; positions: PositionMap } | null {
+export function applyEdits(
+  bytes: Buffer,
+  edits: readonly Edit[],
+): { text: string; positions: PositionMap } | null {
   const sorted = [...edits].sort((a, b) => a.start - b.start || a.end - b.end);
   const parts: string[] = [];
   const segments: Segment[] = [];
@@ -68,7 +71,12 @@ export function applyEdits(bytes: Buffer, edits: readonly Edit[]): { text: strin
     parts.push(keep, e.text);
     const removed = codePoints(bytes.subarray(e.start, e.end).toString('utf8'));
     const added = codePoints(e.text);
-    segments.push({ fromStart: fromChars, fromEnd: fromChars + removed, toStart: toChars, toEnd: toChars + added });
+    segments.push({
+      fromStart: fromChars,
+      fromEnd: fromChars + removed,
+      toStart: toChars,
+      toEnd: toChars + added,
+    });
     fromChars += removed;
     toChars += added;
     at = e.end;

@@ -9,7 +9,14 @@ export const MASK_CONSTANT = "'*****'::text";
 export const MASK_VALUE = '*****';
 
 /** System columns Postgres lets a query name on a table (they carry no row data of a column). */
-export const SYSTEM_COLUMNS: ReadonlySet<string> = new Set(['ctid', 'xmin', 'xmax', 'cmin', 'cmax', 'tableoid']);
+export const SYSTEM_COLUMNS: ReadonlySet<string> = new Set([
+  'ctid',
+  'xmin',
+  'xmax',
+  'cmin',
+  'cmax',
+  'tableoid',
+]);
 
 /** `schema.name`, both quoted: a name Postgres binds without the search path. */
 export function qualifiedName(schema: string, name: string): string {
@@ -44,7 +51,12 @@ export function maskingSelectList(
 export function maskingSubquery(
   rel: CatalogRelation,
   hidden: ReadonlySet<string>,
-  opts: { readonly only: boolean; readonly aliased: boolean; readonly refname: string; readonly system: readonly string[] },
+  opts: {
+    readonly only: boolean;
+    readonly aliased: boolean;
+    readonly refname: string;
+    readonly system: readonly string[];
+  },
 ): string {
   // The inner reference takes the outer one's name, so plans and messages name it as the caller did.
   const from = `${opts.only ? 'ONLY ' : ''}${qualifiedName(rel.schema, rel.name)} AS ${quoteIdent(opts.refname)}`;

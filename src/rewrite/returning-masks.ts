@@ -98,7 +98,11 @@ export function returningEdits(
       if (onTarget && last !== undefined && hidden.has(last)) {
         const end = refEnd(tokens, location, f.length);
         if (end === null) return refuse('text pgwarden could not read', location);
-        edits.push({ start: location, end, text: named ? MASK_CONSTANT : `${MASK_CONSTANT} AS ${quoteIdent(last)}` });
+        edits.push({
+          start: location,
+          end,
+          text: named ? MASK_CONSTANT : `${MASK_CONSTANT} AS ${quoteIdent(last)}`,
+        });
         continue;
       }
       if (f.length === 1 && last === refname && !isColumn(last)) return refuse('of a whole row', location);

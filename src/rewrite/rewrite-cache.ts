@@ -31,7 +31,11 @@ export class RewriteCache {
   }
 
   /** The cached result for (decision, sql), or `make()`'s, stored. */
-  get(decision: Decision, sql: string, make: () => RewrittenSql | RewriteRefusal): RewrittenSql | RewriteRefusal {
+  get(
+    decision: Decision,
+    sql: string,
+    make: () => RewrittenSql | RewriteRefusal,
+  ): RewrittenSql | RewriteRefusal {
     const key = `${idOf(decision)}\0${sql}`;
     const hit = this.lru.get(key);
     if (hit) return hit;

@@ -37,7 +37,11 @@ export interface RewrittenSql {
 }
 
 function refused(message: string, location?: number, sqlstate = '0A000'): RewriteRefusal {
-  const refusal: AnalysisRefusal = { sqlstate, message, ...(location !== undefined && location >= 0 ? { location } : {}) };
+  const refusal: AnalysisRefusal = {
+    sqlstate,
+    message,
+    ...(location !== undefined && location >= 0 ? { location } : {}),
+  };
   return { refusal };
 }
 
@@ -91,7 +95,8 @@ export function rewriteSql(
   const names = new Map<string, string>();
   const edits: Edit[] = [];
   const stmts = parsed.parsed.statements;
-  if (stmts.length !== statements.length) return refused('pgwarden could not match the statements it analyzed');
+  if (stmts.length !== statements.length)
+    return refused('pgwarden could not match the statements it analyzed');
   let cteCount = 0;
   for (const [i, st] of stmts.entries()) {
     const node = (st.node ?? {}) as Obj;
@@ -108,11 +113,13 @@ export function rewriteSql(
     // CTE definitions: generated names, matched by order too.
     const defs = byLocation(analysis.bindings?.ctes ?? []);
     const cteNodes = [...found.ctes].sort((a, b) => num(a.location) - num(b.location));
-    if (defs.length !== cteNodes.length) return refused('pgwarden could not rewrite the WITH clauses of this statement');
+    if (defs.length !== cteNodes.length)
+      return refused('pgwarden could not rewrite the WITH clauses of this statement');
     const genOf = new Map<number, string>();
     for (const [k, def] of defs.entries()) {
       const cte = cteNodes[k] as Obj;
-      if (cte.ctename !== def.name) return refused('pgwarden could not rewrite the WITH clauses of this statement');
+      if (cte.ctename !== def.name)
+        return refused('pgwarden could not rewrite the WITH clauses of this statement');
       const gen = `pgw_${nonce}_${cteCount++}`;
       names.set(gen, def.name);
       genOf.set(def.location, gen);
@@ -159,9 +166,11 @@ export function rewriteSql(
   }
   if (edits.length === 0) return { text: sql, changed: false, positions: null, names };
   const out = applyEdits(bytes, edits);
-  if (!out) return refused('pgwarden could not rewrite this statement (overlapping references)', undefined, 'XX000');
+  if (!out)
+    return refused('pgwarden could not rewrite this statement (overlapping references)', undefined, 'XX000');
   const problem = selfCheck(out.text, new Set(names.keys()), ctx);
-  if (problem) return refused(`pgwarden refused a rewrite it could not verify: ${problem}`, undefined, 'XX000');
+  if (problem)
+    return refused(`pgwarden refused a rewrite it could not verify: ${problem}`, undefined, 'XX000');
   return { text: out.text, changed: true, positions: out.positions, names };
 }
 
@@ -196,7 +205,8 @@ function rewriteRangeVar(
   const rel = ctx.catalog.relations.get(catalogKey(b.schema, b.name));
   if (!rel) return cannot;
   const hidden = b.target ? new Set<string>() : ctx.hiddenOf(rel);
-  if (hidden.size === 0) return { edits: [{ ...nameSpan, text: qualifiedName(rel.schema, rel.name) }], wrapped: null };
+  if (hidden.size === 0)
+    return { edits: [{ ...nameSpan, text: qualifiedName(rel.schema, rel.name) }], wrapped: null };
   if (rv.sampled) {
     return refused(
       `TABLESAMPLE on ${rel.schema}.${rel.name}, which has columns hidden from you, is not supported`,
@@ -208,9 +218,10 @@ function rewriteRangeVar(
   const text = maskingSubquery(rel, hidden, {
     only: item.only,
     aliased,
-    refname: typeof (n.alias as { aliasname?: unknown } | undefined)?.aliasname === 'string'
-      ? ((n.alias as { aliasname: string }).aliasname)
-      : rel.name,
+    refname:
+      typeof (n.alias as { aliasname?: unknown } | undefined)?.aliasname === 'string'
+        ? (n.alias as { aliasname: string }).aliasname
+        : rel.name,
     system: [...system],
   });
   const edits: Edit[] = [{ ...item.span, text }];

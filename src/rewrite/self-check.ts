@@ -45,7 +45,7 @@ function wrapperTarget(sub: unknown, ctx: RewriteContext): Obj | undefined {
   const from = Array.isArray(s.fromClause) ? (s.fromClause as Obj[]) : [];
   const rv = from.length === 1 ? (from[0]?.RangeVar as Obj | undefined) : undefined;
   // The inner reference may carry the outer one's name as a plain alias (no column aliases).
-  if (!rv || !rv.schemaname || (rv.alias as Obj | undefined)?.colnames !== undefined) return undefined;
+  if (!rv?.schemaname || (rv.alias as Obj | undefined)?.colnames !== undefined) return undefined;
   const rel = ctx.catalog.relations.get(catalogKey(str(rv.schemaname), str(rv.relname)));
   if (!rel) return undefined;
   const hidden = ctx.hiddenOf(rel);
@@ -81,7 +81,8 @@ function nodesOf(v: unknown, kind: string, out: Obj[] = []): Obj[] {
 function targets(v: unknown, nodeType: string): Set<Obj> {
   const out = new Set<Obj>();
   const own = (v as Obj).relation as Obj | undefined;
-  if (['InsertStmt', 'UpdateStmt', 'DeleteStmt', 'MergeStmt'].includes(nodeType) && own && isRangeVar(own)) out.add(own);
+  if (['InsertStmt', 'UpdateStmt', 'DeleteStmt', 'MergeStmt'].includes(nodeType) && own && isRangeVar(own))
+    out.add(own);
   for (const kind of ['InsertStmt', 'UpdateStmt', 'DeleteStmt', 'MergeStmt']) {
     for (const n of nodesOf(v, kind)) {
       const r = n.relation as Obj | undefined;
@@ -134,7 +135,8 @@ export function selfCheck(text: string, generated: ReadonlySet<string>, ctx: Rew
       const rel = hiddenRel(dml.target);
       if (!rel) continue;
       const left = returningEdits(dml, rel, ctx.hiddenOf(rel), tokens);
-      if ('refusal' in left || left.length > 0) return `RETURNING of ${rel.schema}.${rel.name} still reads a hidden column`;
+      if ('refusal' in left || left.length > 0)
+        return `RETURNING of ${rel.schema}.${rel.name} still reads a hidden column`;
     }
   }
   return null;

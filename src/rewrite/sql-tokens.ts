@@ -54,7 +54,8 @@ function isDigit(c: number): boolean {
 export function tokenize(bytes: Uint8Array): Token[] {
   const out: Token[] = [];
   const n = bytes.length;
-  const text = (a: number, b: number) => Buffer.from(bytes.buffer, bytes.byteOffset + a, b - a).toString('utf8');
+  const text = (a: number, b: number) =>
+    Buffer.from(bytes.buffer, bytes.byteOffset + a, b - a).toString('utf8');
   let i = 0;
   while (i < n) {
     const c = bytes[i] as number;
@@ -153,7 +154,11 @@ export function tokenize(bytes: Uint8Array): Token[] {
       continue;
     }
     const ch = String.fromCharCode(c);
-    if (SELF.has(ch) && !(ch === ':' && bytes[i + 1] === 0x3a) && !(ch === '*' && OP_CHARS.has(String.fromCharCode(bytes[i + 1] ?? 0)))) {
+    if (
+      SELF.has(ch) &&
+      !(ch === ':' && bytes[i + 1] === 0x3a) &&
+      !(ch === '*' && OP_CHARS.has(String.fromCharCode(bytes[i + 1] ?? 0)))
+    ) {
       i++;
       out.push({ kind: 'op', start, end: i, text: ch });
       continue;
@@ -167,7 +172,8 @@ export function tokenize(bytes: Uint8Array): Token[] {
       i++;
       while (i < n && OP_CHARS.has(String.fromCharCode(bytes[i] as number))) {
         // A comment start ends an operator (scan.l).
-        if ((bytes[i] === 0x2d && bytes[i + 1] === 0x2d) || (bytes[i] === 0x2f && bytes[i + 1] === 0x2a)) break;
+        if ((bytes[i] === 0x2d && bytes[i + 1] === 0x2d) || (bytes[i] === 0x2f && bytes[i + 1] === 0x2a))
+          break;
         i++;
       }
       out.push({ kind: 'op', start, end: i, text: text(start, i) });

@@ -99,7 +99,10 @@ export function walkStatement(root: unknown, nodeType: string): Found {
     }
     if (key === 'CommonTableExpr') found.ctes.push(o);
     if (key === 'ColumnRef') noteColumnRef(o, found);
-    if ((key === 'InsertStmt' || key === 'UpdateStmt' || key === 'DeleteStmt') && Array.isArray(o.returningList)) {
+    if (
+      (key === 'InsertStmt' || key === 'UpdateStmt' || key === 'DeleteStmt') &&
+      Array.isArray(o.returningList)
+    ) {
       const target = o.relation as Obj | undefined;
       const others = key === 'UpdateStmt' ? o.fromClause : key === 'DeleteStmt' ? o.usingClause : undefined;
       if (target) found.dml.push({ node: o, target, otherItems: Array.isArray(others) && others.length > 0 });
@@ -121,5 +124,6 @@ function noteColumnRef(o: Obj, found: Found): void {
     names.push(s ? str(s.sval) : '');
   }
   for (const n of names) if (SYSTEM.has(n)) found.systemColumns.add(n);
-  if (names.length >= 3) found.qualifiedColumnRefs.push([names[names.length - 3] ?? '', names[names.length - 2] ?? '']);
+  if (names.length >= 3)
+    found.qualifiedColumnRefs.push([names[names.length - 3] ?? '', names[names.length - 2] ?? '']);
 }

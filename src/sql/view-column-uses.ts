@@ -20,7 +20,10 @@ function quote(name: string): string {
  * Source: issue "Mask at read" ("materialized views traced through their definition as views are";
  * "a view column whose lineage reaches a hidden column, even through an expression, is hidden").
  */
-export function viewColumnUses(catalog: Catalog, rel: CatalogRelation): readonly (readonly ColumnUse[])[] | null {
+export function viewColumnUses(
+  catalog: Catalog,
+  rel: CatalogRelation,
+): readonly (readonly ColumnUse[])[] | null {
   if ((rel.kind !== 'view' && rel.kind !== 'matview') || !rel.viewDefinition) return null;
   let per = memo.get(catalog);
   if (!per) {

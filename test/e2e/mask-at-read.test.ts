@@ -14,12 +14,22 @@ let bob: pg.Client;
 
 async function direct(): Promise<pg.Client> {
   const { port } = inject('pg');
-  const c = new pgLib.Client({ host: '127.0.0.1', port, user: 'pgwarden_app', password: DEMO_APP_PASSWORD, database: 'demo' });
+  const c = new pgLib.Client({
+    host: '127.0.0.1',
+    port,
+    user: 'pgwarden_app',
+    password: DEMO_APP_PASSWORD,
+    database: 'demo',
+  });
   await c.connect();
   return c;
 }
 
-const code = (p: Promise<unknown>) => p.then(() => 'ok', (e: pg.DatabaseError) => e.code);
+const code = (p: Promise<unknown>) =>
+  p.then(
+    () => 'ok',
+    (e: pg.DatabaseError) => e.code,
+  );
 
 beforeAll(async () => {
   owner = await direct();
@@ -45,7 +55,14 @@ beforeAll(async () => {
   const roles = cfg.roles as Record<string, { permissions: Record<string, unknown>[] }>;
   for (const role of ['analyst', 'support']) {
     for (const table of ['people', 'parts_low']) {
-      roles[role]?.permissions.push({ effect: 'deny', actions: ['SEE'], database: 'demo', schema: 'mar', table, column: 'ssn' });
+      roles[role]?.permissions.push({
+        effect: 'deny',
+        actions: ['SEE'],
+        database: 'demo',
+        schema: 'mar',
+        table,
+        column: 'ssn',
+      });
     }
   }
   proxy = await startTestProxy(cfg);
@@ -75,7 +92,10 @@ describe('hidden follows the rows', () => {
     ]) {
       const r = await alice.query(sql);
       expect(r.rows.length, sql).toBeGreaterThan(0);
-      expect(r.rows.map((x) => x.ssn), sql).toEqual(r.rows.map(() => '*****'));
+      expect(
+        r.rows.map((x) => x.ssn),
+        sql,
+      ).toEqual(r.rows.map(() => '*****'));
     }
     const mv = await alice.query('select uname from mar.people_mv order by id');
     expect(mv.rows.map((x) => x.uname)).toEqual(['ANN', 'BEN', 'CAT']);
@@ -102,8 +122,12 @@ describe('with the analysis SEE checks off, the rewrite alone learns nothing', (
     const c = await alone.client('alice');
     try {
       const real = (await owner.query('select ssn from users where id = 1')).rows[0].ssn as string;
-      expect((await c.query('select count(*)::int as n from users where ssn = $1', [real])).rows).toEqual([{ n: 0 }]);
-      expect((await c.query("select count(*)::int as n from users where ssn = '*****'")).rows[0].n).toBeGreaterThan(0);
+      expect((await c.query('select count(*)::int as n from users where ssn = $1', [real])).rows).toEqual([
+        { n: 0 },
+      ]);
+      expect(
+        (await c.query("select count(*)::int as n from users where ssn = '*****'")).rows[0].n,
+      ).toBeGreaterThan(0);
       const json = await c.query('select to_json(u)::text as j from users u');
       expect(json.rows.some((r) => r.j.includes(real))).toBe(false);
       const merged = await c.query(
@@ -115,7 +139,11 @@ describe('with the analysis SEE checks off, the rewrite alone learns nothing', (
       // A whole row of the masking subquery is a record, not a users row: mixing it with a typed
       // users value fails upstream (an error, never a value); cast, it carries the mask constant.
       expect(
-        await code(c.query('with recursive t(r) as (select null::users union all select u from users u, t where t.r is null) select (r).ssn from t')),
+        await code(
+          c.query(
+            'with recursive t(r) as (select null::users union all select u from users u, t where t.r is null) select (r).ssn from t',
+          ),
+        ),
       ).toBe('42804');
       const rec = await c.query(
         'with recursive t(r) as (select null::users union all select u::users from users u, t where t.r is null) select (r).ssn from t where r is not null',
@@ -132,7 +160,9 @@ describe('with the analysis SEE checks off, the rewrite alone learns nothing', (
 
 describe('what mask at read keeps working, and what it refuses', () => {
   test('system columns of a masked relation are usable', async () => {
-    const r = await alice.query('select ctid, xmin, tableoid::regclass::text as t, id from users where id = 1');
+    const r = await alice.query(
+      'select ctid, xmin, tableoid::regclass::text as t, id from users where id = 1',
+    );
     expect(r.rows[0]).toMatchObject({ id: 1, t: 'users' });
     expect(String(r.rows[0].ctid)).toMatch(/^\(\d+,\d+\)$/);
   });
@@ -153,7 +183,9 @@ describe('what mask at read keeps working, and what it refuses', () => {
       const r = await bob.query('update users set name = name where id = 1 returning id, email, *');
       expect(r.rows[0]).toMatchObject({ id: 1, email: '*****', ssn: '*****' });
       expect(r.fields.map((f) => f.name)).toEqual(['id', 'email', 'id', 'name', 'email', 'ssn', 'org_id']);
-      expect(await code(bob.query('update users set name = name where id = 1 returning users'))).not.toBe('ok');
+      expect(await code(bob.query('update users set name = name where id = 1 returning users'))).not.toBe(
+        'ok',
+      );
     } finally {
       await bob.query('rollback');
     }
@@ -185,7 +217,7 @@ describe('what mask at read keeps working, and what it refuses', () => {
     }
   });
 
-  test('errors speak of the caller\'s text: positions mapped back, generated names never shown', async () => {
+  test("errors speak of the caller's text: positions mapped back, generated names never shown", async () => {
     const sql = 'with x as (select id from users) select nosuch from x';
     const e = await alice.query(sql).then(
       () => null,

@@ -47,7 +47,11 @@ describe('mask at read alone (the analysis SEE checks off)', () => {
 
   test(`${COUNT} generated statements (seed ${SEED}): 0 leaks for reads`, { timeout: 400_000 }, async () => {
     const values = fc.sample(statementArb, { seed: SEED, numRuns: COUNT });
-    const stmts: Stmt[] = values.map((v, i) => ({ id: `generated seed=${SEED} path=${i}`, sql: v.sql, mode: v.mode }));
+    const stmts: Stmt[] = values.map((v, i) => ({
+      id: `generated seed=${SEED} path=${i}`,
+      sql: v.sql,
+      mode: v.mode,
+    }));
     const { outcomes, skipped } = await harness.run(stmts, { workers: 3, users: ['alice'] });
     console.log(report(`mask at read alone, generated (seed ${SEED})`, outcomes, skipped));
     expect(leaks(outcomes)).toEqual([]);

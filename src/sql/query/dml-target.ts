@@ -24,7 +24,14 @@ export interface Target {
  */
 export function writeTarget(state: QueryState, rv: Obj, action: Action, reason: string): Target {
   const rel = relationOf(state, rv);
-  state.bind({ kind: 'relation', location: loc(rv), schema: rel.schema, name: rel.name, oid: rel.oid, target: true });
+  state.bind({
+    kind: 'relation',
+    location: loc(rv),
+    schema: rel.schema,
+    name: rel.name,
+    oid: rel.oid,
+    target: true,
+  });
   if (CATALOG_SCHEMAS.has(rel.schema))
     unsupported(`a write into the system catalog ${rel.schema}.${rel.name}`, loc(rv));
   if (rel.kind === 'view') unsupported(`a write through view ${rel.schema}.${rel.name}`, loc(rv));

@@ -97,7 +97,14 @@ export function rangeVarItem(state: QueryState, scope: Scope, rv: Obj): FromItem
     }
   }
   const rel = relationOf(state, rv);
-  state.bind({ kind: 'relation', location: loc(rv), schema: rel.schema, name: rel.name, oid: rel.oid, target: false });
+  state.bind({
+    kind: 'relation',
+    location: loc(rv),
+    schema: rel.schema,
+    name: rel.name,
+    oid: rel.oid,
+    target: false,
+  });
   state.requireTable('SELECT', rel.schema, rel.name, 'read in FROM', loc(rv));
   if (CATALOG_SCHEMAS.has(rel.schema)) {
     state.catalogRelations.add(`${rel.schema}.${rel.name}`);

@@ -14,7 +14,6 @@ export const SYSTEM_COLUMNS: ReadonlyMap<string, number> = new Map([
   ['tableoid', -6],
 ]);
 
-
 /**
  * The system column `name` of FROM item `item`, or null when it has none of that name.
  * Input: the item, the (folded) column name and the reference's location.
@@ -39,7 +38,8 @@ export function systemColumn(item: FromItem, name: string, location: number): It
   if (!rel || attnum === undefined || rel.kind === 'view') return null;
   const deferred: ColumnUse[] = [];
   const mayHaveChildren =
-    rel.kind === 'partitioned' || ((rel.kind === 'table' || rel.kind === 'foreign') && rel.hasChildren !== false);
+    rel.kind === 'partitioned' ||
+    ((rel.kind === 'table' || rel.kind === 'foreign') && rel.hasChildren !== false);
   if (name === 'tableoid' && mayHaveChildren && !CATALOG_SCHEMAS.has(rel.schema)) {
     for (const c of rel.columns) {
       deferred.push({

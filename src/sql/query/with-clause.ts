@@ -210,6 +210,11 @@ export function analyzeWith(state: QueryState, withClause: Obj, scope: Scope): v
     let out: OutColumn[];
     if (qk === 'SelectStmt') out = analyzeSelect(state, q, cteScope);
     else out = analyzeDml(state, qk, q, cteScope).columns;
-    scope.ctes.set(name, { name, columns: columnsOf(out, aliases, false), recursive: false, location: loc(cte) });
+    scope.ctes.set(name, {
+      name,
+      columns: columnsOf(out, aliases, false),
+      recursive: false,
+      location: loc(cte),
+    });
   }
 }

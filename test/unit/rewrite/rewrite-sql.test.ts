@@ -74,7 +74,9 @@ describe('relations with hidden columns are read through a masking subquery', ()
   });
   test('EXPLAIN, PREPARE, DECLARE and CREATE TABLE AS carry the rewritten query', () => {
     expect(rewrite('explain select id from users')).toBe(`explain select id from ${USERS} AS "users"`);
-    expect(rewrite('prepare p as select id from users')).toBe(`prepare p as select id from ${USERS} AS "users"`);
+    expect(rewrite('prepare p as select id from users')).toBe(
+      `prepare p as select id from ${USERS} AS "users"`,
+    );
     expect(rewrite('declare c cursor for select id from users')).toBe(
       `declare c cursor for select id from ${USERS} AS "users"`,
     );
@@ -100,7 +102,9 @@ describe('CTEs get generated names, bound exactly where the analysis bound them'
   test('a recursive CTE refers to itself by the generated name', () => {
     expect(
       rewrite('with recursive t(n) as (select 1 union all select n + 1 from t where n < 3) select n from t'),
-    ).toBe('with recursive pgw_0(n) as (select 1 union all select n + 1 from pgw_0 AS "t" where n < 3) select n from pgw_0 AS "t"');
+    ).toBe(
+      'with recursive pgw_0(n) as (select 1 union all select n + 1 from pgw_0 AS "t" where n < 3) select n from pgw_0 AS "t"',
+    );
   });
 });
 
@@ -135,12 +139,17 @@ describe('constructs that cannot be wrapped are refused, never forwarded unwrapp
 
 describe('positions, literals and the self-check', () => {
   test('bindings are matched by order, so an analysis shared by texts with other literals still fits', () => {
-    expect(rewrite("select id from users where name = 'äöü-longer' and id = 12345", "select id from users where name = 'a' and id = 1")).toBe(
-      `select id from ${USERS} AS "users" where name = 'äöü-longer' and id = 12345`,
-    );
+    expect(
+      rewrite(
+        "select id from users where name = 'äöü-longer' and id = 12345",
+        "select id from users where name = 'a' and id = 1",
+      ),
+    ).toBe(`select id from ${USERS} AS "users" where name = 'äöü-longer' and id = 12345`);
   });
   test('non-ASCII text before a reference (byte offsets) and several statements', () => {
-    expect(rewrite("select 'ü'; select id from users")).toBe(`select 'ü'; select id from ${USERS} AS "users"`);
+    expect(rewrite("select 'ü'; select id from users")).toBe(
+      `select 'ü'; select id from ${USERS} AS "users"`,
+    );
   });
   test('POSITION maps back outside rewritten spans and is dropped inside them', () => {
     const sql = 'select nosuch from users';
@@ -152,10 +161,16 @@ describe('positions, literals and the self-check', () => {
     expect(sql.length).toBeGreaterThan(0);
   });
   test('the self-check refuses a text that reads a hidden relation unwrapped or unqualified', () => {
-    expect(selfCheck('select * from "public"."users"', new Set(), ctx())).toMatch(/without its masking subquery/);
+    expect(selfCheck('select * from "public"."users"', new Set(), ctx())).toMatch(
+      /without its masking subquery/,
+    );
     expect(selfCheck('select * from orders', new Set(), ctx())).toMatch(/not schema-qualified/);
     expect(
-      selfCheck(`select * from (SELECT "id", "name", "email", '*****'::text AS "ssn", "org_id" FROM "public"."users" AS "u") u`, new Set(), ctx()),
+      selfCheck(
+        `select * from (SELECT "id", "name", "email", '*****'::text AS "ssn", "org_id" FROM "public"."users" AS "u") u`,
+        new Set(),
+        ctx(),
+      ),
     ).toMatch(/without its masking subquery/);
     expect(selfCheck(`select * from ${USERS} u`, new Set(), ctx())).toBeNull();
   });
