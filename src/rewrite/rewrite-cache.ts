@@ -1,7 +1,8 @@
 // Rewritten texts, cached per decision and text: a cache hit never rewrites again.
 import { LRUCache } from 'lru-cache';
 import type { Decision } from '../policy/decision-types.js';
-import type { RewriteRefusal } from './edits.js';
+import { lexicalKey } from '../sql/lexical-key.js';
+import { applyEdits, type RewriteRefusal } from './edits.js';
 import type { RewrittenSql } from './rewrite-sql.js';
 
 const ids = new WeakMap<Decision, number>();
@@ -21,13 +22,18 @@ function idOf(d: Decision): number {
  * (analysis, roles, policy version, database, connection, catalog version) — the decision cache
  * hands out the same object for the same key —, and the hidden columns the rewrite masks come
  * from it; the text is part of the key because an analysis may be shared by texts that differ in
- * their literals. Bounded (LRU, default 10 000 entries).
+ * their literals. A text with the same lexical key as one rewritten before (sql/lexical-key.ts:
+ * printable ASCII, only literal values of the same length differ, so the parse tree and every
+ * offset are the same) reuses its edits without parsing: the edits touch names, never literals.
+ * Bounded (LRU, default 10 000 entries each).
  */
 export class RewriteCache {
   private readonly lru: LRUCache<string, RewrittenSql | RewriteRefusal>;
+  private readonly lexical: LRUCache<string, RewrittenSql>;
 
   constructor(max = 10_000) {
     this.lru = new LRUCache({ max });
+    this.lexical = new LRUCache({ max });
   }
 
   /** The cached result for (decision, sql), or `make()`'s, stored. */
@@ -36,10 +42,21 @@ export class RewriteCache {
     sql: string,
     make: () => RewrittenSql | RewriteRefusal,
   ): RewrittenSql | RewriteRefusal {
-    const key = `${idOf(decision)}\0${sql}`;
+    const id = idOf(decision);
+    const key = `${id}\0${sql}`;
     const hit = this.lru.get(key);
     if (hit) return hit;
-    const out = make();
+    const lex = lexicalKey(sql);
+    const lexKey = lex === null ? null : `${id}\0${lex}`;
+    const shape = lexKey === null ? undefined : this.lexical.get(lexKey);
+    let out: RewrittenSql | RewriteRefusal;
+    if (shape) {
+      const applied = shape.changed ? applyEdits(Buffer.from(sql, 'utf8'), shape.edits) : null;
+      out = applied ? { ...shape, text: applied.text } : { ...shape, text: sql };
+    } else {
+      out = make();
+      if (lexKey !== null && !('refusal' in out)) this.lexical.set(lexKey, out);
+    }
     this.lru.set(key, out);
     return out;
   }

@@ -34,6 +34,8 @@ export interface RewrittenSql {
   readonly positions: PositionMap | null;
   /** Generated CTE names and the caller's names for them (for error messages). */
   readonly names: ReadonlyMap<string, string>;
+  /** The byte edits made to the caller's text (reapplied to a text with the same lexical key). */
+  readonly edits: readonly Edit[];
 }
 
 function refused(message: string, location?: number, sqlstate = '0A000'): RewriteRefusal {
@@ -164,14 +166,14 @@ export function rewriteSql(
       edits.push(...r);
     }
   }
-  if (edits.length === 0) return { text: sql, changed: false, positions: null, names };
+  if (edits.length === 0) return { text: sql, changed: false, positions: null, names, edits };
   const out = applyEdits(bytes, edits);
   if (!out)
     return refused('pgwarden could not rewrite this statement (overlapping references)', undefined, 'XX000');
   const problem = selfCheck(out.text, new Set(names.keys()), ctx);
   if (problem)
     return refused(`pgwarden refused a rewrite it could not verify: ${problem}`, undefined, 'XX000');
-  return { text: out.text, changed: true, positions: out.positions, names };
+  return { text: out.text, changed: true, positions: out.positions, names, edits };
 }
 
 function num(v: unknown): number {

@@ -47,8 +47,10 @@ describe('tests and computations over hidden columns', () => {
     });
   }
 
-  test('alice: tableoid of a table with a hidden column is a compute use', async () => {
-    expect((await outcome(users.alice, 'select tableoid, id from users')).code).toBe('42501');
+  test('alice: tableoid is a system column, usable; of a table with children it is a compute use', async () => {
+    // users has no inheritance children (pg_class.relhassubclass): tableoid is one constant.
+    // A partitioned table's tableoid names the partition its key chose: test/e2e/mask-at-read.test.ts.
+    expect((await outcome(users.alice, 'select tableoid, id from users')).code).toBe('ok');
   });
 });
 

@@ -1,6 +1,7 @@
 // rewriteSql(): the text sent upstream qualifies every relation, renames CTEs and masks hidden columns at their source.
 import { beforeAll, describe, expect, test } from 'vitest';
 import type { CatalogRelation } from '../../../src/catalog/types.js';
+import { RewriteCache } from '../../../src/rewrite/rewrite-cache.js';
 import { rewriteSql } from '../../../src/rewrite/rewrite-sql.js';
 import { selfCheck } from '../../../src/rewrite/self-check.js';
 import { analyze, loadParser } from '../../../src/sql/analyze.js';
@@ -173,5 +174,29 @@ describe('positions, literals and the self-check', () => {
       ),
     ).toMatch(/without its masking subquery/);
     expect(selfCheck(`select * from ${USERS} u`, new Set(), ctx())).toBeNull();
+  });
+});
+
+describe('RewriteCache', () => {
+  test('a text with the same lexical key reuses the edits without rewriting again', () => {
+    const cache = new RewriteCache();
+    const decision = { statements: [] };
+    const first = "select id from users where id = 1 and name = 'ab'";
+    const a = analyze(first, { catalog, searchPath: ['public'] });
+    const made = cache.get(decision, first, () => rewriteSql(first, a.statements, ctx()));
+    if ('refusal' in made) throw new Error('refused');
+    const second = "select id from users where id = 7 and name = 'zz'";
+    const reused = cache.get(decision, second, () => {
+      throw new Error('rewrote again');
+    });
+    if ('refusal' in reused) throw new Error('refused');
+    expect(reused.text).toBe(made.text.replace('= 1', '= 7').replace("'ab'", "'zz'"));
+    // Another literal length is another key: rewritten anew.
+    let calls = 0;
+    cache.get(decision, "select id from users where id = 77 and name = 'zz'", () => {
+      calls++;
+      return made;
+    });
+    expect(calls).toBe(1);
   });
 });
