@@ -36,7 +36,13 @@ export abstract class SimpleQueryRelay extends ResultRelay {
                 : { sqlstate: '0A000', message: NOT_IN_EXTENDED },
             );
           }
-          return this.staged(result.plans, result.head, result.rest, started);
+          return this.staged(
+            result.plans,
+            result.head,
+            result.sent?.text ?? result.head,
+            result.rest,
+            started,
+          );
         }
         this.expects.push({ t: 'query', plans: result.plans, index: 0, sql, started });
         // Mask at read: the rewritten text goes up instead of the caller's (wall 2).
@@ -64,6 +70,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
   private async staged(
     plans0: readonly StatementPlan[],
     head0: string,
+    sent0: string,
     rest0: string,
     started: number,
   ): Promise<void> {
@@ -79,14 +86,17 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     if (inTx) paths.completed([{ kind: 'savepoint', name: STRING_SAVEPOINT }]);
     let plans = plans0;
     let text = head0;
+    // Mask at read: each stage goes up as its rewritten text (the caller's text stays for the audit).
+    let sent = sent0;
     let rest: string | undefined = rest0;
     for (;;) {
-      if (!(await this.runStage(plans, text, started, inTx))) return this.endFailed(inTx);
+      if (!(await this.runStage(plans, text, sent, started, inTx))) return this.endFailed(inTx);
       if (rest === undefined) break;
       const r = await this.gateRest(rest);
       if (!r.ok) return this.rollBackRefused(inTx, r.refusal);
       plans = r.plans;
       text = r.head ?? rest;
+      sent = r.sent?.text ?? text;
       rest = r.rest;
     }
     this.batchOpen = false;
@@ -101,6 +111,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
   private runStage(
     plans: readonly StatementPlan[],
     sql: string,
+    sent: string,
     started: number,
     inTx: boolean,
   ): Promise<boolean> {
@@ -116,7 +127,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
           return status === 'E' && inTx;
         },
       });
-      this.send(encodeQuery(sql));
+      this.send(encodeQuery(sent));
     });
   }
 

@@ -223,11 +223,20 @@ async function slowGate(
   const prefix = stageable(done);
   if (prefix !== null) {
     const at = done.statements[prefix]?.location ?? 0;
+    // The decided part alone is rewritten and sent: its statements are the head's.
+    const headText = sliceCodePoints(sql, 0, at);
     const head = guarded(() =>
-      decideAnalysis({ statements: done.statements.slice(0, prefix) }, catalog, sql, session, cache, decide),
+      decideAnalysis(
+        { statements: done.statements.slice(0, prefix) },
+        catalog,
+        headText,
+        session,
+        cache,
+        decide,
+      ),
     );
     if (!head.ok) return head;
-    return { ...head, head: sliceCodePoints(sql, 0, at), rest: blankCodePoints(sql, at) };
+    return { ...head, head: headText, rest: blankCodePoints(sql, at) };
   }
   return guarded(() => decideAnalysis(done, catalog, sql, session, cache, decide));
 }
