@@ -191,6 +191,20 @@ describe('what mask at read keeps working, and what it refuses', () => {
     }
   });
 
+  test('row locking and WHERE CURRENT OF work through the masking subquery', async () => {
+    await bob.query('begin');
+    try {
+      const locked = await bob.query('select id, email from users where id = 2 for update of users');
+      expect(locked.rows).toEqual([{ id: 2, email: '*****' }]);
+      await bob.query('declare c cursor for select id, ssn from users where id = 3 for update');
+      expect((await bob.query('fetch 1 from c')).rows).toEqual([{ id: 3, ssn: '*****' }]);
+      const upd = await bob.query("update users set name = name where current of c returning id");
+      expect(upd.rows).toEqual([{ id: 3 }]);
+    } finally {
+      await bob.query('rollback');
+    }
+  });
+
   test('a trigger that prints the row it fires on: its notice reaches the caller redacted', async () => {
     const notices: string[] = [];
     bob.on('notice', (n) => notices.push(n.message ?? ''));

@@ -38,14 +38,14 @@ describe('mask at read alone (the analysis SEE checks off)', () => {
     }
   });
 
-  test('every known statement: 0 leaks for reads', { timeout: 400_000 }, async () => {
+  test('every known statement: 0 leaks for reads', { timeout: 900_000 }, async () => {
     const { stmts } = knownStatements();
     const { outcomes, skipped } = await harness.run(stmts, { workers: 4, users: ['alice'] });
     console.log(report('mask at read alone, known statements', outcomes, skipped));
     expect(leaks(outcomes)).toEqual([]);
   });
 
-  test(`${COUNT} generated statements (seed ${SEED}): 0 leaks for reads`, { timeout: 400_000 }, async () => {
+  test(`${COUNT} generated statements (seed ${SEED}): 0 leaks for reads`, { timeout: 900_000 }, async () => {
     const values = fc.sample(statementArb, { seed: SEED, numRuns: COUNT });
     const stmts: Stmt[] = values.map((v, i) => ({
       id: `generated seed=${SEED} path=${i}`,
