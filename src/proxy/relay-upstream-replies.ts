@@ -9,7 +9,13 @@ import {
 } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
 import type { Frame } from '../wire/framer.js';
-import { raisedByCode, redactError, redactRaised, secondWallRefusal, unrewriteError } from './error-redaction.js';
+import {
+  raisedByCode,
+  redactError,
+  redactRaised,
+  secondWallRefusal,
+  unrewriteError,
+} from './error-redaction.js';
 import type { Expect } from './relay-core.js';
 import { ExtendedProtocolRelay } from './relay-extended-protocol.js';
 import type { StatementPlan } from './statement-gate.js';

@@ -16,10 +16,10 @@ import {
 } from '../policy/connection-roles.js';
 import { checkDatabaseAccess } from '../policy/database-access.js';
 import type { DecisionCache } from '../policy/decision-cache.js';
-import type { WallSwitches } from '../policy/wall-switches.js';
-import type { RewriteCache } from '../rewrite/rewrite-cache.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
 import { findPrincipal, type Principal } from '../policy/principals.js';
+import type { WallSwitches } from '../policy/wall-switches.js';
+import type { RewriteCache } from '../rewrite/rewrite-cache.js';
 import { type ManagedRoles, ManagedRolesError, type SetLogin } from '../roles/managed-roles.js';
 import type { AnalysisCache } from '../sql/analyze.js';
 import { loadParser, majorOfServerVersion } from '../sql/parser.js';

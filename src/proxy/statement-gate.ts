@@ -1,14 +1,14 @@
 // Decides a SQL string before any of it is sent: analysis, decision, and the plan of each statement.
 import type { Catalog, CatalogRelation } from '../catalog/types.js';
 import type { Config } from '../policy/config-schema.js';
-import type { WallSwitches } from '../policy/wall-switches.js';
 import type { ConnectionKind, Decision, Refusal, StatementDecision } from '../policy/decision-types.js';
-import type { Analysis, ColumnOrigin, SessionEffect, StatementAnalysis } from '../sql/analysis-types.js';
-import type { AnalysisCache } from '../sql/analyze.js';
 import { catalogIndex } from '../policy/hidden-columns.js';
+import type { WallSwitches } from '../policy/wall-switches.js';
 import type { RewriteCache } from '../rewrite/rewrite-cache.js';
 import { type RewrittenSql, rewriteSql } from '../rewrite/rewrite-sql.js';
 import { isRewritten } from '../rewrite/tree-walk.js';
+import type { Analysis, ColumnOrigin, SessionEffect, StatementAnalysis } from '../sql/analysis-types.js';
+import type { AnalysisCache } from '../sql/analyze.js';
 import { loadedParser, majorOfServerVersion } from '../sql/parser.js';
 import type { SearchPathTracker } from './search-path-tracker.js';
 
@@ -358,8 +358,10 @@ function decideAnalysis(
   if (!hiddenOf) return { ok: true, plans, catalog };
   // Mask at read: the text sent upstream reads hidden columns as the mask constant.
   const parser = loadedParser(majorOfServerVersion(catalog.serverVersionNum));
-  if (!parser) return { ok: false, refusal: { sqlstate: '0A000', message: 'no parser for this server version' } };
-  const make = () => rewriteSql(sql, analysis.statements, { catalog, hiddenOf, parse: (t) => parser.parse(t) });
+  if (!parser)
+    return { ok: false, refusal: { sqlstate: '0A000', message: 'no parser for this server version' } };
+  const make = () =>
+    rewriteSql(sql, analysis.statements, { catalog, hiddenOf, parse: (t) => parser.parse(t) });
   const sent = session.rewrites ? session.rewrites.get(decision, sql, make) : make();
   if ('refusal' in sent) {
     const r = sent.refusal;

@@ -198,7 +198,7 @@ describe('what mask at read keeps working, and what it refuses', () => {
       expect(locked.rows).toEqual([{ id: 2, email: '*****' }]);
       await bob.query('declare c cursor for select id, ssn from users where id = 3 for update');
       expect((await bob.query('fetch 1 from c')).rows).toEqual([{ id: 3, ssn: '*****' }]);
-      const upd = await bob.query("update users set name = name where current of c returning id");
+      const upd = await bob.query('update users set name = name where current of c returning id');
       expect(upd.rows).toEqual([{ id: 3 }]);
     } finally {
       await bob.query('rollback');

@@ -1,4 +1,4 @@
-// The second wall alone (issue 17): with the analysis's SEE checks off, roles: managed still lets no hidden value out.
+// The third wall alone (PostgreSQL's privileges): with the SEE checks and mask at read off, roles: managed lets no hidden value out.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { setWallSwitchesForTests } from '../../src/policy/wall-switches.js';
@@ -10,7 +10,8 @@ const PREFIX = 'niw';
 let harness: Harness;
 let restore: () => void;
 beforeAll(async () => {
-  restore = setWallSwitchesForTests({ seeChecks: false });
+  // Both other walls off: the analysis's SEE checks and mask at read (the text goes up as written).
+  restore = setWallSwitchesForTests({ seeChecks: false, rewrite: false });
   harness = await Harness.start(inject('pg'), PREFIX, { roles: 'managed' });
 });
 afterAll(async () => {
