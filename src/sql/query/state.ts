@@ -3,11 +3,11 @@ import type { Catalog, CatalogFunction } from '../../catalog/types.js';
 import type {
   Action,
   ColumnRef,
-  CteDefinition,
-  RelationBinding,
   ColumnUse,
+  CteDefinition,
   FunctionCall,
   PlanRead,
+  RelationBinding,
   Requirement,
   TestClause,
 } from '../analysis-types.js';
