@@ -28,7 +28,7 @@ async function auditOf(sql: string): Promise<Record<string, unknown> | undefined
 describe('audit kinds', () => {
   test('a refused statement is audited with its own kind, not UNKNOWN', async () => {
     await expect(alice.query("select id from users where email like 'a%'")).rejects.toThrow('is hidden');
-    expect(await auditOf('select id from users where email like ?')).toMatchObject({
+    expect(await auditOf('select id from users where email like $1')).toMatchObject({
       kind: 'SELECT',
       decision: 'refused',
       sqlstate: '42501',
@@ -36,7 +36,7 @@ describe('audit kinds', () => {
     await expect(alice.query("update users set name = 'x' where id = 1")).rejects.toThrow(
       'permission denied',
     );
-    expect(await auditOf('update users set name = ? where id = ?')).toMatchObject({
+    expect(await auditOf('update users set name = $1 where id = $2')).toMatchObject({
       kind: 'UPDATE',
       decision: 'refused',
     });
@@ -44,7 +44,7 @@ describe('audit kinds', () => {
 
   test('a string that does not parse is audited as UNPARSED', async () => {
     await expect(alice.query('selec 1')).rejects.toThrow('syntax error');
-    expect(await auditOf('selec ?')).toMatchObject({ kind: 'UNPARSED', sqlstate: '42601' });
+    expect(await auditOf('selec $1')).toMatchObject({ kind: 'UNPARSED', sqlstate: '42601' });
   });
 
   test('FETCH and MOVE are audited as FETCH and MOVE, allowed or refused', async () => {
@@ -57,11 +57,11 @@ describe('audit kinds', () => {
     ]);
     await alice.query('move 1 in c');
     await alice.query('commit');
-    expect(await auditOf('fetch ? from c')).toMatchObject({ kind: 'FETCH', decision: 'masked', rows: 2 });
-    expect(await auditOf('move ? in c')).toMatchObject({ kind: 'MOVE' });
+    expect(await auditOf('fetch $1 from c')).toMatchObject({ kind: 'FETCH', decision: 'masked', rows: 2 });
+    expect(await auditOf('move $1 in c')).toMatchObject({ kind: 'MOVE' });
     expect(await auditOf('begin')).toMatchObject({ kind: 'SESSION' });
     await expect(alice.query('fetch 1 from nosuch')).rejects.toThrow('cursor "nosuch" does not exist');
-    expect(await auditOf('fetch ? from nosuch')).toMatchObject({
+    expect(await auditOf('fetch $1 from nosuch')).toMatchObject({
       kind: 'FETCH',
       decision: 'refused',
       sqlstate: '34000',
