@@ -1,29 +1,15 @@
 // Mask at read end to end: hidden values never leave PostgreSQL, whatever relation carries their rows and whatever the analysis misses.
 import type pg from 'pg';
-import pgLib from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { DEMO_APP_PASSWORD } from '../../src/embedded/demo.js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ddl } from '../helpers/ddl.js';
 import { demoConfigObject, startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { ownerClient } from '../helpers/proxy-fixture.js';
 
 let proxy: TestProxy;
 let alone: TestProxy;
 let owner: pg.Client;
 let alice: pg.Client;
 let bob: pg.Client;
-
-async function direct(): Promise<pg.Client> {
-  const { port } = inject('pg');
-  const c = new pgLib.Client({
-    host: '127.0.0.1',
-    port,
-    user: 'pgwarden_app',
-    password: DEMO_APP_PASSWORD,
-    database: 'demo',
-  });
-  await c.connect();
-  return c;
-}
 
 const code = (p: Promise<unknown>) =>
   p.then(
@@ -32,7 +18,7 @@ const code = (p: Promise<unknown>) =>
   );
 
 beforeAll(async () => {
-  owner = await direct();
+  owner = await ownerClient();
   await ddl(owner, 'drop schema if exists mar cascade');
   await owner.query(`
     create schema mar;
