@@ -1,15 +1,13 @@
 // Decides a SQL string before any of it is sent: analysis, decision, and the plan of each statement.
-import type { Catalog, CatalogRelation } from '../catalog/types.js';
+import type { Catalog } from '../catalog/types.js';
 import type { Config } from '../policy/config-schema.js';
 import type { ConnectionKind, Decision, Refusal, StatementDecision } from '../policy/decision-types.js';
-import { catalogIndex } from '../policy/hidden-columns.js';
 import type { WallSwitches } from '../policy/wall-switches.js';
 import type { RewriteCache } from '../rewrite/rewrite-cache.js';
-import { type RewrittenSql, rewriteSql } from '../rewrite/rewrite-sql.js';
-import { isRewritten } from '../rewrite/tree-walk.js';
+import type { RewrittenSql } from '../rewrite/rewrite-sql.js';
 import type { Analysis, ColumnOrigin, SessionEffect, StatementAnalysis } from '../sql/analysis-types.js';
 import type { AnalysisCache } from '../sql/analyze.js';
-import { loadedParser, majorOfServerVersion } from '../sql/parser.js';
+import { maskAtRead } from './gate-mask-at-read.js';
 import type { SearchPathTracker } from './search-path-tracker.js';
 
 /** decide() of src/policy (DESIGN.md "Decision"), injected so the proxy does not re-implement it. */
@@ -354,50 +352,8 @@ function decideAnalysis(
     }
     if (plans.length === i) plans.push(planOf(statement, d, catalog.version, inner));
   }
-  const hiddenOf = decision.hiddenOf;
-  if (!hiddenOf) return { ok: true, plans, catalog };
-  // Mask at read: the text sent upstream reads hidden columns as the mask constant.
-  const parser = loadedParser(majorOfServerVersion(catalog.serverVersionNum));
-  if (!parser)
-    return { ok: false, refusal: { sqlstate: '0A000', message: 'no parser for this server version' } };
-  const make = () =>
-    rewriteSql(sql, analysis.statements, { catalog, hiddenOf, parse: (t) => parser.parse(t) });
-  const sent = session.rewrites ? session.rewrites.get(decision, sql, make) : make();
-  if ('refusal' in sent) {
-    const r = sent.refusal;
-    return {
-      ok: false,
-      refusal: {
-        sqlstate: r.sqlstate,
-        message: r.message,
-        ...(r.hint ? { hint: r.hint } : {}),
-        ...(r.location !== undefined ? { position: r.location + 1 } : {}),
-      },
-    };
-  }
-  const hiddenOrigin = originCheck(catalog, hiddenOf);
-  const masked = plans.map((p) =>
-    // A rewritten statement's rows arrive masked: they pass as raw bytes. EXECUTE and FETCH run
-    // text prepared earlier (perhaps under another policy) and keep the wire mask.
-    isRewritten(p.statement.nodeType, {}) && p.statement.nodeType !== 'CopyStmt'
-      ? { ...p, mask: new Set<number>(), hiddenOrigin, ...(sent.changed ? { sent } : {}) }
-      : { ...p, hiddenOrigin, ...(sent.changed ? { sent } : {}) },
-  );
-  return sent.changed ? { ok: true, plans: masked, catalog, sent } : { ok: true, plans: masked, catalog };
-}
-
-/** Whether (table OID, attnum) of a RowDescription is a column `hiddenOf` hides. */
-function originCheck(
-  catalog: Catalog,
-  hiddenOf: (rel: CatalogRelation) => ReadonlySet<string>,
-): (tableOid: number, attnum: number) => boolean {
-  const index = catalogIndex(catalog);
-  return (tableOid, attnum) => {
-    const rel = index.byOid.get(tableOid);
-    if (!rel) return false;
-    const col = rel.columns.find((c) => c.attnum === attnum);
-    return col !== undefined && hiddenOf(rel).has(col.name);
-  };
+  if (!decision.hiddenOf) return { ok: true, plans, catalog };
+  return maskAtRead(sql, analysis, decision, decision.hiddenOf, plans, catalog, session.rewrites);
 }
 
 /**
