@@ -14,7 +14,9 @@ import type { PolicySource } from '../policy/policy-source.js';
 import type { ProxyServer } from '../proxy/server.js';
 import { AdminAuth, SESSION_COOKIE, SESSION_IDLE_MS } from './admin-auth.js';
 import { errorReply, HttpError, openApiTransform, useZodValidation } from './admin-http.js';
+import { consoleAssets, isConsolePath } from './console-assets.js';
 import { type AdminContext, auditAdmin, callerOf } from './policy-edit.js';
+import { gridRoutes } from './routes-grid.js';
 import { principalRoutes } from './routes-principals.js';
 import { replayRoutes } from './routes-replay.js';
 import { roleRoutes } from './routes-roles.js';
@@ -119,7 +121,7 @@ export async function startAdmin(opts: AdminOptions): Promise<AdminServer> {
     const url = req.url.split('?')[0] ?? '';
     const caller = auth.authenticate(req.cookies[SESSION_COOKIE], req.headers.authorization);
     if (caller) req.caller = caller;
-    if (PUBLIC.has(url)) return;
+    if (PUBLIC.has(url) || isConsolePath(url)) return;
     if (!caller)
       throw new HttpError(
         401,
@@ -213,6 +215,8 @@ export async function startAdmin(opts: AdminOptions): Promise<AdminServer> {
   principalRoutes(app, ctx);
   workspaceRoutes(app, ctx);
   replayRoutes(app, ctx);
+  gridRoutes(app, ctx);
+  await consoleAssets(app);
 
   const [host, port] = splitHostPort(opts.listen);
   await app.listen({ host, port });

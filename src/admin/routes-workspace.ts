@@ -21,6 +21,11 @@ const auditQuery = z
     identity: z.string().optional(),
     database: z.string().optional(),
     decision: z.enum(['allowed', 'masked', 'refused']).optional(),
+    /** A table (or view) name: statements whose text names it (as a word, in any case). */
+    table: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/, 'must be a table name')
+      .optional(),
     since: z.string().datetime().optional(),
     until: z.string().datetime().optional(),
     admin: z.enum(['true', 'false']).optional(),
@@ -131,7 +136,8 @@ export function workspaceRoutes(app: FastifyInstance, ctx: AdminContext): void {
       preHandler: audit,
       schema: {
         tags: ['audit'],
-        summary: "this instance's audit log, newest first, filtered by identity, database, decision and time",
+        summary:
+          "this instance's audit log, newest first, filtered by identity, database, decision, table and time",
         querystring: auditQuery,
       },
     },
@@ -146,12 +152,16 @@ export function workspaceRoutes(app: FastifyInstance, ctx: AdminContext): void {
       const q = req.query;
       const since = q.since ? Date.parse(q.since) : -Infinity;
       const until = q.until ? Date.parse(q.until) : Infinity;
+      const names = q.table
+        ? new RegExp(`(^|[^A-Za-z0-9_$])"?${q.table}"?($|[^A-Za-z0-9_$])`, 'i')
+        : undefined;
       const lines = readAuditLines(file)
         .filter(
           (l) =>
             (q.identity === undefined || l.identity === q.identity || l.viewer === q.identity) &&
             (q.database === undefined || l.database === q.database) &&
             (q.decision === undefined || l.decision === q.decision) &&
+            (names === undefined || (typeof l.sql === 'string' && names.test(l.sql))) &&
             (q.admin === undefined || (l.admin === true) === (q.admin === 'true')) &&
             typeof l.time === 'number' &&
             l.time >= since &&

@@ -42,6 +42,11 @@ export const REQUIRED_TOOLS: readonly RequiredTool[] = [
     check: { readable: '/usr/share/java/postgresql.jar' },
     debianPackage: 'libpostgresql-jdbc-java',
   },
+  {
+    what: 'Chromium (/usr/bin/chromium, driven by playwright-core for the web console suite)',
+    check: ['/usr/bin/chromium', '--headless', '--no-sandbox', '--disable-gpu', '--version'],
+    debianPackage: 'chromium',
+  },
 ];
 
 /** The tools of `tools` whose check fails here, each with why. */

@@ -1,0 +1,250 @@
+// The web console in Debian's Chromium (playwright-core): dba hides orgs.name from analyst through the grid after a dry run, alice gets it masked in psql and no grid, an API key is made and revoked; screenshots of each page.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { policyImport } from '../../src/policy/policy-command.js';
+import {
+  createStoreDatabase,
+  DEMO_CONFIG_FILE,
+  storeInstanceConfig,
+  writeConfig,
+} from '../helpers/policy-store-db.js';
+import { testEnv } from '../helpers/proxy.js';
+import { psql } from '../helpers/psql.js';
+import { type Served, serveProcess } from '../helpers/serve-process.js';
+
+/** Where the screenshots of the run are kept (gitignored). */
+const SHOTS = path.resolve(import.meta.dirname, '../../test-artifacts/console');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-console-'));
+const auditFile = path.join(dir, 'audit.jsonl');
+let db: Awaited<ReturnType<typeof createStoreDatabase>>;
+let served: Served;
+let browser: Browser;
+let base = '';
+const url = (user: string, password = user) => `postgres://${user}:${password}@127.0.0.1:${served.port}/demo`;
+
+async function newPage(width = 1280, height = 800): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width, height } });
+  const page = await context.newPage();
+  page.on('dialog', (d) => void d.accept());
+  return { context, page };
+}
+
+async function login(page: Page, user: string): Promise<void> {
+  await page.goto(`${base}/console/`);
+  await page.getByLabel('User', { exact: true }).fill(user);
+  await page.getByLabel('Password', { exact: true }).fill(user);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('button', { name: 'Log out' }).waitFor();
+}
+
+async function waitForAudit(text: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(fs.existsSync(auditFile) && fs.readFileSync(auditFile, 'utf8').includes(text))) {
+    if (Date.now() > deadline) throw new Error(`no audit line with ${text}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+beforeAll(async () => {
+  Object.assign(process.env, testEnv());
+  db = await createStoreDatabase();
+  const importFile = writeConfig(dir, 'import.yaml', storeInstanceConfig(db.url));
+  expect((await policyImport({ config: importFile, file: DEMO_CONFIG_FILE })).exitCode).toBe(0);
+  served = await serveProcess(
+    storeInstanceConfig(db.url, { audit: { file: auditFile } }),
+    path.join(dir, 'one.yaml'),
+    ['--admin', '127.0.0.1:0'],
+  );
+  const line = await served.waitFor((l) => l.event === 'admin-listening');
+  base = `http://127.0.0.1:${line.port as number}`;
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-background-networking'],
+  });
+  fs.mkdirSync(SHOTS, { recursive: true });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  served?.child.kill('SIGTERM');
+  await served?.exited;
+  await db?.drop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('web console', () => {
+  test('dba denies analyst SEE on orgs.name in the grid, sees the dry run, saves; alice gets it masked in psql', async () => {
+    // Statements of alice's that the change will alter, in the audit log the dry run replays.
+    const before = await psql(url('alice'), [
+      '-tA',
+      '-c',
+      'SELECT id, name FROM orgs WHERE id > 0 ORDER BY id',
+    ]);
+    expect(before.stdout.split('\n')[0]).toBe('1|Acme Widgets');
+    await waitForAudit('FROM orgs WHERE');
+    const { context, page } = await newPage();
+    await login(page, 'dba');
+    await page.goto(`${base}/console/#/roles/analyst`);
+    const cell = page.getByLabel('SEE on demo.public.orgs.name', { exact: true });
+    await expect.poll(() => cell.inputValue()).toBe('inherit');
+    const effective = page.locator('tr[data-scope="demo.public.orgs.name"] [data-eff="SEE"]');
+    await expect.poll(() => effective.textContent()).toBe('seen');
+    await cell.selectOption('deny');
+    await expect.poll(() => effective.textContent()).toBe('masked');
+    // The side panel names the deciding rule.
+    await expect
+      .poll(() => page.getByRole('complementary', { name: 'Effective result' }).textContent())
+      .toContain('deny SEE on demo.public.orgs.name');
+    // MANAGE is not offered below the database.
+    expect(await page.getByLabel('MANAGE on demo.public.orgs.name').count()).toBe(0);
+    expect(await page.getByLabel('MANAGE on demo', { exact: true }).count()).toBe(1);
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    const changes = page.getByRole('list', { name: 'Statements whose verdict changes, per user' });
+    await changes.waitFor();
+    const text = await changes.textContent();
+    expect(text).toContain('alice');
+    expect(text).toContain('SELECT id, name FROM orgs WHERE id > $1 ORDER BY id');
+    expect(text).toContain('masks-added');
+    await page.screenshot({ path: path.join(SHOTS, 'dry-run.1280.light.png'), fullPage: true });
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await expect
+      .poll(() => page.locator('#notice').textContent())
+      .toMatch(/Role analyst saved: policy version 2/);
+    await context.close();
+
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const r = await psql(url('alice'), ['-tA', '-c', 'SELECT id, name FROM orgs ORDER BY id LIMIT 1']);
+      if (r.stdout.trim() === '1|*****') break;
+      if (Date.now() > deadline) throw new Error(`orgs.name not masked for alice: ${r.stdout}${r.stderr}`);
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  });
+
+  test('alice finds no grid, with the reason', async () => {
+    const { context, page } = await newPage();
+    await login(page, 'alice');
+    await page.goto(`${base}/console/#/roles`);
+    const note = page.getByRole('note');
+    await note.waitFor();
+    expect(await note.textContent()).toContain(
+      'Roles needs the app-level action workspace_roles, which your roles (analyst) do not hold. The permission grid is not shown to you.',
+    );
+    expect(await page.locator('table.grid').count()).toBe(0);
+    await page.screenshot({ path: path.join(SHOTS, 'no-grid-alice.1280.light.png') });
+    await context.close();
+  });
+
+  test('an API key made in the console is revoked there and its session is closed', async () => {
+    const { context, page } = await newPage();
+    await login(page, 'dba');
+    await page.goto(`${base}/console/#/keys`);
+    await page.getByRole('checkbox', { name: 'analyst' }).check();
+    await page.getByLabel('Description').fill('console test');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const token = await page.getByLabel('New token').inputValue();
+    expect(token).toMatch(/^pgwt_/);
+    expect(await page.getByRole('alert').textContent()).toContain(
+      'Copy this token now: it is shown only once.',
+    );
+    const id = (await page.getByRole('heading', { name: /^Key .* created$/ }).textContent())!.split(' ')[1]!;
+    const client = new pg.Client({ connectionString: url(id, token) });
+    await client.connect();
+    const closed = new Promise<Error>((resolve) => client.on('error', resolve));
+    expect((await client.query('SELECT count(*)::int AS n FROM orgs')).rows[0].n).toBe(4);
+    await page.getByRole('button', { name: `Revoke ${id}` }).click();
+    await expect.poll(() => page.locator('#notice').textContent()).toContain(`Key ${id} revoked`);
+    const err = (await Promise.race([
+      closed,
+      new Promise((_, reject) => setTimeout(() => reject(new Error('session not closed')), 10_000)),
+    ])) as Error & { code?: string };
+    expect(err.code).toBe('28000');
+    await client.end().catch(() => {});
+    await context.close();
+  });
+
+  test('an expired session returns to the login page and keeps the edit in progress', async () => {
+    const { context, page } = await newPage();
+    await login(page, 'dba');
+    await page.goto(`${base}/console/#/roles/support`);
+    await page.getByLabel('DELETE on demo', { exact: true }).selectOption('deny');
+    await context.clearCookies();
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    await page.getByText('Your session has ended. Log in again: the edit in progress is kept.').waitFor();
+    await page.getByLabel('User', { exact: true }).fill('dba');
+    await page.getByLabel('Password', { exact: true }).fill('dba');
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await expect.poll(() => page.getByLabel('DELETE on demo', { exact: true }).inputValue()).toBe('deny');
+    expect(page.url()).toContain('#/roles/support');
+    await expect.poll(() => page.locator('#notice').textContent()).toContain('unsaved edit of role support');
+    await context.close();
+  });
+
+  test('screenshots of each page at 1280×800 and 390 px wide, light and dark', async () => {
+    const pages: [string, string, ((p: Page) => Promise<void>)?][] = [
+      ['home', '#/'],
+      ['roles', '#/roles'],
+      [
+        'grid',
+        '#/roles/analyst',
+        async (p) => {
+          await p.locator('[data-eff="SEE"]').first().waitFor();
+          await p
+            .getByRole('button', { name: 'Show the effective result on demo.public.users.email' })
+            .click();
+        },
+      ],
+      ['users', '#/users'],
+      ['groups', '#/groups'],
+      ['keys', '#/keys'],
+      [
+        'audit',
+        '#/audit',
+        async (p) => {
+          await p.getByLabel('Identity').fill('alice');
+          await p.getByRole('button', { name: 'Filter' }).click();
+          await p
+            .getByRole('row', { name: /FROM orgs/ })
+            .getByRole('button', { name: 'Open' })
+            .first()
+            .click();
+          await p.getByRole('region', { name: 'Verdict' }).waitFor();
+        },
+      ],
+      [
+        'try',
+        '#/try',
+        async (p) => {
+          await p.getByLabel('SQL').fill('select id, email, name from users');
+          await p.getByRole('button', { name: 'Check' }).click();
+          await p.getByRole('region', { name: 'Verdict' }).waitFor();
+        },
+      ],
+    ];
+    for (const [width, height, tag] of [
+      [1280, 800, '1280'],
+      [390, 844, '390'],
+    ] as const) {
+      for (const scheme of ['light', 'dark'] as const) {
+        const { context, page } = await newPage(width, height);
+        await page.emulateMedia({ colorScheme: scheme });
+        await page.goto(`${base}/console/`);
+        await page.getByRole('button', { name: 'Log in' }).waitFor();
+        await page.screenshot({ path: path.join(SHOTS, `login.${tag}.${scheme}.png`) });
+        await login(page, 'dba');
+        for (const [name, hash, then] of pages) {
+          await page.goto(`${base}/console/${hash}`);
+          await page.locator('main h1').first().waitFor();
+          await then?.(page);
+          await page.screenshot({ path: path.join(SHOTS, `${name}.${tag}.${scheme}.png`), fullPage: true });
+        }
+        await context.close();
+      }
+    }
+    expect(fs.readdirSync(SHOTS).filter((f) => f.endsWith('.png')).length).toBeGreaterThanOrEqual(36);
+  }, 180_000);
+});
