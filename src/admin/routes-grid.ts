@@ -1,7 +1,7 @@
 // Admin API for the permission grid (workspace_roles): the live catalog tree of a database, and each cell's effective result with its deciding rule.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { permissionSchema } from '../policy/config-schema.js';
+import { APP_ACTIONS, DATA_ACTIONS, permissionSchema } from '../policy/config-schema.js';
 import { gridVerdicts } from '../policy/effective-grid.js';
 import { describeRule } from '../policy/refusal-messages.js';
 import { CatalogSource, CatalogUnavailable } from '../proxy/catalog-source.js';
@@ -42,8 +42,18 @@ export function gridRoutes(app: FastifyInstance, ctx: AdminContext): void {
 
   app.get(
     '/api/catalog',
-    { preHandler: roles, schema: { tags: ['grid'], summary: 'the databases of the config, by name' } },
-    async () => ({ databases: Object.keys(ctx.config().config.databases) }),
+    {
+      preHandler: roles,
+      schema: {
+        tags: ['grid'],
+        summary: "the databases of the config, by name, and the grid's actions (app-level and data)",
+      },
+    },
+    async () => ({
+      databases: Object.keys(ctx.config().config.databases),
+      app_actions: APP_ACTIONS,
+      actions: DATA_ACTIONS,
+    }),
   );
 
   app.get<{ Params: z.infer<typeof databaseParam> }>(

@@ -41,6 +41,22 @@ async function login(page: Page, user: string): Promise<void> {
   await page.getByRole('button', { name: 'Log out' }).waitFor();
 }
 
+/** Creates a key for `role` on the keys page (logged in as dba); its id and the token shown once. */
+async function createKey(
+  page: Page,
+  role: string,
+  fields: Record<string, string>,
+): Promise<{ id: string; token: string }> {
+  await page.goto(`${base}/console/#/keys`);
+  await page.getByRole('checkbox', { name: role }).check();
+  for (const [label, value] of Object.entries(fields))
+    await page.getByLabel(new RegExp(`^${label}`)).fill(value);
+  await page.getByRole('button', { name: 'Create key' }).click();
+  const token = await page.getByLabel('New token').inputValue();
+  const id = (await page.getByRole('heading', { name: /^Key .* created$/ }).textContent())!.split(' ')[1]!;
+  return { id, token };
+}
+
 async function waitForAudit(text: string): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (!(fs.existsSync(auditFile) && fs.readFileSync(auditFile, 'utf8').includes(text))) {
@@ -142,16 +158,11 @@ describe('web console', () => {
   test('an API key made in the console is revoked there and its session is closed', async () => {
     const { context, page } = await newPage();
     await login(page, 'dba');
-    await page.goto(`${base}/console/#/keys`);
-    await page.getByRole('checkbox', { name: 'analyst' }).check();
-    await page.getByLabel('Description').fill('console test');
-    await page.getByRole('button', { name: 'Create key' }).click();
-    const token = await page.getByLabel('New token').inputValue();
+    const { id, token } = await createKey(page, 'analyst', { Description: 'console test' });
     expect(token).toMatch(/^pgwt_/);
     expect(await page.getByRole('alert').textContent()).toContain(
       'Copy this token now: it is shown only once.',
     );
-    const id = (await page.getByRole('heading', { name: /^Key .* created$/ }).textContent())!.split(' ')[1]!;
     const client = new pg.Client({ connectionString: url(id, token) });
     await client.connect();
     const closed = new Promise<Error>((resolve) => client.on('error', resolve));
@@ -181,6 +192,92 @@ describe('web console', () => {
     await expect.poll(() => page.getByLabel('DELETE on demo', { exact: true }).inputValue()).toBe('deny');
     expect(page.url()).toContain('#/roles/support');
     await expect.poll(() => page.locator('#notice').textContent()).toContain('unsaved edit of role support');
+    await context.close();
+  });
+
+  test('a save that loses a race (409) offers to reload and re-apply; a 422 shows next to its field', async () => {
+    const { context, page } = await newPage();
+    await login(page, 'dba');
+    await page.goto(`${base}/console/#/roles/support`);
+    await page.getByLabel('SEE on demo.public.orders', { exact: true }).selectOption('deny');
+    // Someone else saves the role first, through the API.
+    const other = await fetch(`${base}/api/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user: 'dba', password: 'dba' }),
+    });
+    const cookie = other.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
+    const csrf = ((await other.json()) as { csrf_token: string }).csrf_token;
+    const got = await fetch(`${base}/api/roles/support`, { headers: { cookie } });
+    const { role, version } = (await got.json()) as { role: Record<string, unknown>; version: number };
+    const put = await fetch(`${base}/api/roles/support`, {
+      method: 'PUT',
+      headers: {
+        cookie,
+        'x-csrf-token': csrf,
+        'content-type': 'application/json',
+        'if-match': `"${version}"`,
+      },
+      body: JSON.stringify({ ...role, description: 'edited elsewhere' }),
+    });
+    expect(put.status).toBe(200);
+    await page.getByRole('button', { name: 'Dry run' }).click();
+    await page.getByRole('heading', { name: /^Dry run: / }).waitFor();
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    const alert = page.getByRole('alert').filter({ hasText: 'Someone else saved first' });
+    await alert.waitFor();
+    await alert.getByRole('button', { name: 'Reload and re-apply my changes' }).click();
+    await page.getByRole('heading', { name: /^Dry run: / }).waitFor();
+    await page.getByRole('button', { name: 'Save', exact: true }).click();
+    await expect
+      .poll(() => page.locator('#notice').textContent())
+      .toMatch(/Role support saved: policy version \d+/);
+    const after = (await (await fetch(`${base}/api/roles/support`, { headers: { cookie } })).json()) as {
+      role: { description: string; permissions: Record<string, unknown>[] };
+    };
+    expect(after.role.description).toBe('edited elsewhere');
+    expect(after.role.permissions).toContainEqual({
+      effect: 'deny',
+      actions: ['SEE'],
+      database: 'demo',
+      schema: 'public',
+      table: 'orders',
+    });
+
+    await page.goto(`${base}/console/#/users`);
+    await page.getByLabel('Name', { exact: true }).fill('carol');
+    await page.getByLabel('Password (8 characters or more)').fill('short');
+    await page.getByRole('button', { name: 'Create user' }).click();
+    const error = page.locator('label:has(input[name="password"]) + .field-error');
+    await error.waitFor();
+    expect(await error.textContent()).toBe('must be at least 8 characters');
+    expect(await page.getByLabel('Password (8 characters or more)').getAttribute('aria-invalid')).toBe(
+      'true',
+    );
+    await context.close();
+  });
+
+  test('rotating a key shows the new token once and the previous one valid for 24 hours', async () => {
+    const { context, page } = await newPage();
+    await login(page, 'dba');
+    const { id, token: first } = await createKey(page, 'support', { Expires: '30d' });
+    await page.getByRole('button', { name: `Rotate ${id}` }).click();
+    await page
+      .getByRole('heading', { name: `Key ${id} rotated: the previous token stays valid for 24 hours` })
+      .waitFor();
+    const second = await page.getByLabel('New token').inputValue();
+    expect(second).not.toBe(first);
+    expect(await page.locator(`tr[data-key-id="${id}"]`).textContent()).toContain(
+      'previous token valid until',
+    );
+    for (const token of [first, second]) {
+      const c = new pg.Client({ connectionString: url(id, token) });
+      await c.connect();
+      await c.end();
+    }
     await context.close();
   });
 

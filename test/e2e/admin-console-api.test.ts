@@ -114,7 +114,19 @@ describe('admin API for the console', () => {
   });
 
   test('the catalog tree of a database, read live, without system schemas', async () => {
-    expect((await call('GET', '/api/catalog', 'dba')).body).toEqual({ databases: ['demo'] });
+    expect((await call('GET', '/api/catalog', 'dba')).body).toEqual({
+      databases: ['demo'],
+      app_actions: [
+        'workspace_settings',
+        'workspace_users',
+        'workspace_roles',
+        'workspace_groups',
+        'workspace_api_keys',
+        'audit_read',
+        'connect_as_viewer',
+      ],
+      actions: ['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MANAGE', 'SEE'],
+    });
     const tree = await call('GET', '/api/catalog/demo', 'dba');
     expect(tree.status).toBe(200);
     const schemas = tree.body.schemas as {

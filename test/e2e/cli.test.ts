@@ -214,6 +214,16 @@ describe('pgwarden demo (npm start)', () => {
     await expect(c.query("select id from users where email like 'a%'")).rejects.toThrow('is hidden from you');
     await c.end();
     expect(r.rows[0]?.n).toBeGreaterThanOrEqual(12);
+    // The web console is served, and the demo's dba logs in.
+    const consoleUrl = /Web console: (http:\/\/\S+\/console\/) \(log in as dba \/ dba/.exec(out)?.[1];
+    expect(consoleUrl).toBeDefined();
+    expect((await fetch(consoleUrl!)).status).toBe(200);
+    const dba = await fetch(new URL('/api/login', consoleUrl), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user: 'dba', password: 'dba' }),
+    });
+    expect(dba.status).toBe(200);
     child.kill('SIGINT');
     expect(await exited).toBe(0);
     expect(fs.existsSync(record)).toBe(false);

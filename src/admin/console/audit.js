@@ -1,6 +1,6 @@
 // The audit log page: filters (identity, database, decision, table, time), a live tail, and each line opened as its verdict with lineage.
 import { ApiError, api } from './api.js';
-import { explain, fill, h, showError, when } from './dom.js';
+import { dataTable, explain, fill, h, showError, when } from './dom.js';
 import { renderCheck } from './try.js';
 
 const TAIL_MS = 2000;
@@ -111,40 +111,32 @@ export async function auditPage(ctx) {
   function render() {
     fill(
       list,
-      h(
-        'table',
-        { 'aria-label': 'Audit lines' },
-        h(
-          'thead',
-          {},
+      dataTable(
+        [
+          'Time',
+          'Identity',
+          h('th', { scope: 'col', class: 'hide-narrow' }, 'Database'),
+          'Decision',
+          'Statement',
+          '',
+        ],
+        entries.map((e) =>
           h(
             'tr',
-            {},
-            ['Time', 'Identity', 'Database', 'Decision', 'Statement', ''].map((t, i) =>
-              h('th', { scope: 'col', class: i === 2 ? 'hide-narrow' : null }, t),
-            ),
-          ),
-        ),
-        h(
-          'tbody',
-          {},
-          entries.map((e) =>
+            { 'data-decision': e.decision ?? '' },
+            h('td', {}, when(e.time)),
+            h('td', {}, e.identity ?? ''),
+            h('td', { class: 'hide-narrow' }, e.database ?? ''),
+            h('td', {}, e.admin ? `admin ${e.status}` : (e.decision ?? '')),
             h(
-              'tr',
-              { 'data-decision': e.decision ?? '' },
-              h('td', {}, when(e.time)),
-              h('td', {}, e.identity ?? ''),
-              h('td', { class: 'hide-narrow' }, e.database ?? ''),
-              h('td', {}, e.admin ? `admin ${e.status}` : (e.decision ?? '')),
-              h(
-                'td',
-                {},
-                h('code', {}, e.admin ? `${e.method} ${e.route}` : String(e.sql ?? '').slice(0, 160)),
-              ),
-              h('td', {}, h('button', { type: 'button', onclick: () => open(e) }, 'Open')),
+              'td',
+              {},
+              h('code', {}, e.admin ? `${e.method} ${e.route}` : String(e.sql ?? '').slice(0, 160)),
             ),
+            h('td', {}, h('button', { type: 'button', onclick: () => open(e) }, 'Open')),
           ),
         ),
+        { 'aria-label': 'Audit lines' },
       ),
     );
   }

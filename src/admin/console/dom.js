@@ -137,3 +137,33 @@ export function when(t) {
   const d = new Date(t);
   return Number.isNaN(d.getTime()) ? String(t) : d.toLocaleString();
 }
+
+/**
+ * A table in a horizontally scrolling box: column headers (text, or a `th` node), then the rows. On a
+ * phone-width screen each row reads as a card, every cell labelled with its column (`data-label`).
+ */
+export function dataTable(headers, rows, attrs = {}) {
+  const names = headers.map((t) => (typeof t === 'string' ? t : t.textContent));
+  for (const row of rows)
+    [...row.children].forEach((cell, i) => {
+      if (names[i]) cell.dataset.label = names[i];
+    });
+  return h(
+    'div',
+    { class: 'scroll' },
+    h(
+      'table',
+      { ...attrs, class: `cards ${attrs.class ?? ''}`.trim() },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          headers.map((t) => (typeof t === 'string' ? h('th', { scope: 'col' }, t) : t)),
+        ),
+      ),
+      h('tbody', {}, rows),
+    ),
+  );
+}

@@ -2,18 +2,15 @@
 import { api } from './api.js';
 import { fill, h } from './dom.js';
 
-/** The six actions, the grid's columns (seed 004, "Actions"). */
-export const ACTIONS = ['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MANAGE', 'SEE'];
-/** App-level actions, the rows above the databases (seed 004 and pgwarden's audit_read, connect_as_viewer). */
-export const APP_ACTIONS = [
-  'workspace_settings',
-  'workspace_users',
-  'workspace_roles',
-  'workspace_groups',
-  'workspace_api_keys',
-  'audit_read',
-  'connect_as_viewer',
-];
+/** The six actions (the grid's columns) and the app-level actions (its rows on top), as GET /api/catalog gives them. */
+let ACTIONS = [];
+let APP_ACTIONS = [];
+
+/** Sets the actions the grid shows, from GET /api/catalog's `actions` and `app_actions`. */
+export function useActions(catalog) {
+  ACTIONS = catalog.actions;
+  APP_ACTIONS = catalog.app_actions;
+}
 const LEVELS = ['database', 'schema', 'table', 'column'];
 
 /** A scope's name as written in rules: `demo.public.orgs.name`, `*`; the app-level scope is ``. */
@@ -48,10 +45,8 @@ export function setCell(perms, scope, action, state) {
     )
     .filter((p) => p.actions.length > 0);
   if (state === 'inherit') return out;
-  const app = APP_ACTIONS.includes(action);
-  const i = out.findIndex(
-    (p) => sameScope(p, scope) && p.effect === state && APP_ACTIONS.includes(p.actions[0]) === app,
-  );
+  // App-level rules have no database (config-schema.ts), so a rule of the same scope never mixes the two kinds.
+  const i = out.findIndex((p) => sameScope(p, scope) && p.effect === state);
   if (i >= 0) out[i] = { ...out[i], actions: [...out[i].actions, action] };
   else {
     const rule = { effect: state, actions: [action] };

@@ -1,6 +1,6 @@
 // The API keys page: create (the token shown once, with a copy button), rotate (the previous token valid 24 h), revoke, expiry.
 import { ApiError, api } from './api.js';
-import { fill, h, showError, when } from './dom.js';
+import { dataTable, fill, h, showError, when } from './dom.js';
 
 function tokenBox(token, what) {
   const input = h('input', { class: 'token', readonly: true, value: token, 'aria-label': 'New token' });
@@ -174,25 +174,17 @@ export async function keysPage(ctx, shown) {
   fill(
     root,
     shown ?? '',
-    h(
-      'div',
-      { class: 'scroll' },
-      h(
-        'table',
-        {},
-        h(
-          'thead',
-          {},
-          h(
-            'tr',
-            {},
-            ['Key', 'Roles', 'Description', 'Created', 'Expires', 'Status', 'Actions'].map((t, i) =>
-              h('th', { scope: 'col', class: i === 3 ? 'hide-narrow' : null }, t),
-            ),
-          ),
-        ),
-        h('tbody', {}, rows),
-      ),
+    dataTable(
+      [
+        'Key',
+        'Roles',
+        'Description',
+        h('th', { scope: 'col', class: 'hide-narrow' }, 'Created'),
+        'Expires',
+        'Status',
+        'Actions',
+      ],
+      rows,
     ),
     create,
   );

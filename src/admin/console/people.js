@@ -1,6 +1,6 @@
 // The users and groups pages: create, disable, reset a password, remove; group members and the roles attached to a group.
 import { ApiError, api } from './api.js';
-import { fill, h, showError } from './dom.js';
+import { dataTable, fill, h, showError } from './dom.js';
 
 async function attempt(root, f, reload) {
   try {
@@ -152,30 +152,7 @@ export async function usersPage(ctx) {
       ),
     );
   });
-  fill(
-    root,
-    h(
-      'div',
-      { class: 'scroll' },
-      h(
-        'table',
-        {},
-        h(
-          'thead',
-          {},
-          h(
-            'tr',
-            {},
-            ['User', 'State', 'Workspace admin', 'Groups', 'Actions'].map((t) =>
-              h('th', { scope: 'col' }, t),
-            ),
-          ),
-        ),
-        h('tbody', {}, rows),
-      ),
-    ),
-    create,
-  );
+  fill(root, dataTable(['User', 'State', 'Workspace admin', 'Groups', 'Actions'], rows), create);
   fill(ctx.main, h('h1', {}, 'Users'), root);
 }
 
@@ -358,27 +335,6 @@ export async function groupsPage(ctx) {
     )
       await again();
   });
-  fill(
-    root,
-    h(
-      'div',
-      { class: 'scroll' },
-      h(
-        'table',
-        {},
-        h(
-          'thead',
-          {},
-          h(
-            'tr',
-            {},
-            ['Group', 'Members', 'Roles', ''].map((t) => h('th', { scope: 'col' }, t)),
-          ),
-        ),
-        h('tbody', {}, rows),
-      ),
-    ),
-    create,
-  );
+  fill(root, dataTable(['Group', 'Members', 'Roles', ''], rows), create);
   fill(ctx.main, h('h1', {}, 'Groups'), root);
 }

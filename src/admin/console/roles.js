@@ -1,8 +1,8 @@
 // The roles pages: the list with the default role, and one role (description, tenants, the grid, the dry run, save).
 import { ApiError, api } from './api.js';
-import { clearErrors, fill, h, showError } from './dom.js';
+import { clearErrors, dataTable, fill, h, showError } from './dom.js';
 import { dryRunReport } from './dry-run.js';
-import { makeGrid, scopeName, setCell } from './grid.js';
+import { makeGrid, scopeName, setCell, useActions } from './grid.js';
 
 const draftKey = (name) => `pgwarden.draft.${name}`;
 
@@ -70,43 +70,25 @@ export async function rolesPage(ctx) {
           'The policy is the config file, so it is read-only here: set policy_store to edit it through the console.',
         )
       : '',
-    h(
-      'div',
-      { class: 'scroll' },
-      h(
-        'table',
-        {},
+    dataTable(
+      ['Role', 'Description', 'Tenants', 'Rules'],
+      names.map((n) =>
         h(
-          'thead',
+          'tr',
           {},
           h(
-            'tr',
+            'th',
+            { scope: 'row' },
+            h('a', { href: `#/roles/${encodeURIComponent(n)}` }, n),
+            n === def ? ' (default)' : '',
+          ),
+          h('td', {}, roles[n].description ?? ''),
+          h(
+            'td',
             {},
-            ['Role', 'Description', 'Tenants', 'Rules'].map((t) => h('th', { scope: 'col' }, t)),
+            roles[n].tenants.map((t) => h('code', { class: 'pill' }, t)),
           ),
-        ),
-        h(
-          'tbody',
-          {},
-          names.map((n) =>
-            h(
-              'tr',
-              {},
-              h(
-                'th',
-                { scope: 'row' },
-                h('a', { href: `#/roles/${encodeURIComponent(n)}` }, n),
-                n === def ? ' (default)' : '',
-              ),
-              h('td', {}, roles[n].description ?? ''),
-              h(
-                'td',
-                {},
-                roles[n].tenants.map((t) => h('code', { class: 'pill' }, t)),
-              ),
-              h('td', {}, String(roles[n].permissions.length)),
-            ),
-          ),
+          h('td', {}, String(roles[n].permissions.length)),
         ),
       ),
     ),
@@ -140,7 +122,9 @@ export async function rolePage(ctx, name) {
   const ops = stored?.ops ?? [];
   let draft = applyOps(base, ops);
   const readOnly = !version;
-  const databases = (await api('GET', '/api/catalog')).data.databases;
+  const cat = (await api('GET', '/api/catalog')).data;
+  useActions(cat);
+  const databases = cat.databases;
   const users = ctx.holds('workspace_users')
     ? Object.keys((await api('GET', '/api/users')).data.users)
     : null;
