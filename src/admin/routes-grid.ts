@@ -24,8 +24,8 @@ const gridScope = z
 const effectiveBody = z
   .object({
     /** The role's rules as drafted (absent: as in force): the grid shows what saving would make. */
-    permissions: z.array(permissionSchema).max(10_000).optional(),
-    scopes: z.array(gridScope).max(5000).default([]),
+    permissions: z.array(permissionSchema).max(1000).optional(),
+    scopes: z.array(gridScope).max(2000).default([]),
   })
   .strict();
 

@@ -5,22 +5,15 @@ import path from 'node:path';
 import pg from 'pg';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { policyImport } from '../../src/policy/policy-command.js';
-import {
-  createStoreDatabase,
-  DEMO_CONFIG_FILE,
-  storeInstanceConfig,
-  writeConfig,
-} from '../helpers/policy-store-db.js';
-import { testEnv } from '../helpers/proxy.js';
+import { type AdminInstance, apiLogin, startAdminInstance } from '../helpers/admin-instance.js';
 import { psql } from '../helpers/psql.js';
-import { type Served, serveProcess } from '../helpers/serve-process.js';
+import type { Served } from '../helpers/serve-process.js';
 
 /** Where the screenshots of the run are kept (gitignored). */
 const SHOTS = path.resolve(import.meta.dirname, '../../test-artifacts/console');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-console-'));
 const auditFile = path.join(dir, 'audit.jsonl');
-let db: Awaited<ReturnType<typeof createStoreDatabase>>;
+let instance: AdminInstance;
 let served: Served;
 let browser: Browser;
 let base = '';
@@ -66,17 +59,9 @@ async function waitForAudit(text: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  Object.assign(process.env, testEnv());
-  db = await createStoreDatabase();
-  const importFile = writeConfig(dir, 'import.yaml', storeInstanceConfig(db.url));
-  expect((await policyImport({ config: importFile, file: DEMO_CONFIG_FILE })).exitCode).toBe(0);
-  served = await serveProcess(
-    storeInstanceConfig(db.url, { audit: { file: auditFile } }),
-    path.join(dir, 'one.yaml'),
-    ['--admin', '127.0.0.1:0'],
-  );
-  const line = await served.waitFor((l) => l.event === 'admin-listening');
-  base = `http://127.0.0.1:${line.port as number}`;
+  instance = await startAdminInstance(dir, auditFile);
+  served = instance.served;
+  base = instance.base;
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-background-networking'],
@@ -86,9 +71,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  served?.child.kill('SIGTERM');
-  await served?.exited;
-  await db?.drop();
+  await instance?.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -201,16 +184,7 @@ describe('web console', () => {
     await page.goto(`${base}/console/#/roles/support`);
     await page.getByLabel('SEE on demo.public.orders', { exact: true }).selectOption('deny');
     // Someone else saves the role first, through the API.
-    const other = await fetch(`${base}/api/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ user: 'dba', password: 'dba' }),
-    });
-    const cookie = other.headers
-      .getSetCookie()
-      .map((c) => c.split(';')[0])
-      .join('; ');
-    const csrf = ((await other.json()) as { csrf_token: string }).csrf_token;
+    const { cookie, csrf } = await apiLogin(base, 'dba');
     const got = await fetch(`${base}/api/roles/support`, { headers: { cookie } });
     const { role, version } = (await got.json()) as { role: Record<string, unknown>; version: number };
     const put = await fetch(`${base}/api/roles/support`, {
@@ -278,6 +252,42 @@ describe('web console', () => {
       await c.connect();
       await c.end();
     }
+    await context.close();
+  });
+
+  test('try a statement shows lineage, masks and rules; the audit live tail shows a new statement', async () => {
+    const { context, page } = await newPage();
+    await login(page, 'dba');
+    await page.goto(`${base}/console/#/try`);
+    await page.locator('select[name="user"]').selectOption('alice');
+    await page.getByLabel('SQL').fill('select id, email from users');
+    await page.getByRole('button', { name: 'Check' }).click();
+    const columns = page.getByRole('table', { name: 'Result columns of statement 1' });
+    await columns.waitFor();
+    expect(await columns.getByRole('row').allInnerTexts()).toEqual([
+      '#\tColumn\tLineage\tShown',
+      '1\tid\tpublic.users.id\tyes',
+      '2\temail\tpublic.users.email\tmasked',
+    ]);
+    const rules = page.getByRole('table', { name: 'Requirements of statement 1' });
+    expect(await rules.getByRole('row', { name: /SEE demo\.public\.users\.email/ }).textContent()).toContain(
+      'roles.analyst.permissions[1] (deny SEE on demo.public.users.email)',
+    );
+
+    await page.goto(`${base}/console/#/audit`);
+    await page.getByLabel('Table').fill('users');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /lines?; newest first/ })
+      .waitFor();
+    await page.getByLabel('Live tail').check();
+    const r = await psql(url('bob'), ['-tA', '-c', 'SELECT count(*) FROM users WHERE id > 3']);
+    expect(r.code).toBe(0);
+    await page
+      .getByRole('table', { name: 'Audit lines' })
+      .getByRole('row', { name: /SELECT count\(\*\) FROM users WHERE id > \$1/ })
+      .waitFor({ timeout: 15_000 });
     await context.close();
   });
 

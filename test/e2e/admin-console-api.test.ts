@@ -6,19 +6,12 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CONSOLE_CSP } from '../../src/admin/console-assets.js';
-import { policyImport } from '../../src/policy/policy-command.js';
-import {
-  createStoreDatabase,
-  DEMO_CONFIG_FILE,
-  storeInstanceConfig,
-  writeConfig,
-} from '../helpers/policy-store-db.js';
-import { testEnv } from '../helpers/proxy.js';
-import { type Served, serveProcess } from '../helpers/serve-process.js';
+import { type AdminInstance, apiLogin, startAdminInstance } from '../helpers/admin-instance.js';
+import type { Served } from '../helpers/serve-process.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-console-api-'));
 const auditFile = path.join(dir, 'audit.jsonl');
-let db: Awaited<ReturnType<typeof createStoreDatabase>>;
+let instance: AdminInstance;
 let served: Served;
 let api = '';
 const cookies: Record<string, { cookie: string; csrf: string }> = {};
@@ -27,7 +20,7 @@ async function call(method: string, url: string, who?: string, body?: unknown) {
   const headers: Record<string, string> = {};
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (who) {
-    cookies[who] ??= await login(who);
+    cookies[who] ??= await apiLogin(api, who);
     headers.cookie = cookies[who]!.cookie;
     headers['x-csrf-token'] = cookies[who]!.csrf;
   }
@@ -47,38 +40,14 @@ async function call(method: string, url: string, who?: string, body?: unknown) {
   return { status: r.status, body: json, headers: r.headers };
 }
 
-async function login(user: string) {
-  const r = await fetch(`${api}/api/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ user, password: user }),
-  });
-  expect(r.status).toBe(200);
-  const cookie = r.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .join('; ');
-  return { cookie, csrf: ((await r.json()) as { csrf_token: string }).csrf_token };
-}
-
 beforeAll(async () => {
-  Object.assign(process.env, testEnv());
-  db = await createStoreDatabase();
-  const importFile = writeConfig(dir, 'import.yaml', storeInstanceConfig(db.url));
-  expect((await policyImport({ config: importFile, file: DEMO_CONFIG_FILE })).exitCode).toBe(0);
-  served = await serveProcess(
-    storeInstanceConfig(db.url, { audit: { file: auditFile } }),
-    path.join(dir, 'one.yaml'),
-    ['--admin', '127.0.0.1:0'],
-  );
-  const line = await served.waitFor((l) => l.event === 'admin-listening');
-  api = `http://127.0.0.1:${line.port as number}`;
+  instance = await startAdminInstance(dir, auditFile);
+  served = instance.served;
+  api = instance.base;
 }, 120_000);
 
 afterAll(async () => {
-  served?.child.kill('SIGTERM');
-  await served?.exited;
-  await db?.drop();
+  await instance?.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
