@@ -1,7 +1,7 @@
 // Opens many idle authenticated clients against a proxy process and measures the time to accept them and its RSS.
 import pg from 'pg';
 import type { Endpoint } from './pgbench.js';
-import { rssKb } from './procs.js';
+import { cpuNs, rssKb } from './procs.js';
 import { median } from './stats.js';
 
 /** What the connection test measured. */
@@ -15,6 +15,11 @@ export interface ConnectionResults {
   readonly rssBaseKb: number;
   readonly rssLoadedKb: number;
   readonly kbPerConnection: number;
+  /**
+   * The proxy process's CPU (user + system) while the clients connected, divided by their number,
+   * ms: one login each (client SCRAM exchange, upstream connection and its login, role resolution).
+   */
+  readonly cpuMsPerLogin: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -52,6 +57,7 @@ export async function benchConnections(
   const times: number[] = [];
   let next = 0;
   const t0 = performance.now();
+  const cpu0 = cpuNs(pid);
   const worker = async () => {
     while (next < count) {
       next++;
@@ -63,6 +69,7 @@ export async function benchConnections(
   try {
     await Promise.all(Array.from({ length: concurrency }, worker));
     const acceptSeconds = (performance.now() - t0) / 1000;
+    const cpuMsPerLogin = (cpuNs(pid) - cpu0) / 1e6 / clients.length;
     await sleep(2000);
     const rssLoadedKb = rssKb(pid);
     return {
@@ -73,6 +80,7 @@ export async function benchConnections(
       rssBaseKb,
       rssLoadedKb,
       kbPerConnection: (rssLoadedKb - rssBaseKb) / clients.length,
+      cpuMsPerLogin,
     };
   } finally {
     await Promise.all(clients.map((c) => c.end().catch(() => {})));

@@ -8,7 +8,8 @@ import { DEMO_APP_PASSWORD, DEMO_APP_ROLE } from '../src/embedded/demo.js';
 import { freePort } from '../src/embedded/postgres.js';
 import type { AnalysisCacheStats } from '../src/sql/analysis-cache.js';
 import { benchAnalysis } from './analysis.js';
-import { benchConnections } from './connections.js';
+import { benchConnections, type ConnectionResults } from './connections.js';
+import { benchLarge } from './large.js';
 import { type Endpoint, pgbench } from './pgbench.js';
 import { ask, type Child, cpuNs, spawnChild, waitForPort } from './procs.js';
 import { type CacheRow, type LargeRow, type PgbenchRow, type Results, renderMarkdown } from './report.js';
@@ -25,6 +26,7 @@ import {
   writePgwardenConfig,
 } from './setup.js';
 import { spread } from './stats.js';
+import { benchSyscalls, type SyscallRow } from './syscalls.js';
 
 const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(BENCH_DIR, '..');
@@ -39,6 +41,10 @@ const numArg = (name: string, dflt: number): number => {
 const ROUNDS = numArg('--rounds', 3);
 const SECONDS = numArg('--seconds', 4);
 const CONNECTIONS = numArg('--connections', 1000);
+/** `--only pgbench,syscalls,large,connections,analysis`: run only these sections (default all). */
+const onlyArg = argv.includes('--only') ? argv[argv.indexOf('--only') + 1] : undefined;
+const only = onlyArg ? new Set(onlyArg.split(',')) : undefined;
+const want = (section: string) => only === undefined || only.has(section);
 const MODES = ['simple', 'extended', 'prepared'] as const;
 const LEVELS = [
   { clients: 1, threads: 1 },
@@ -95,6 +101,9 @@ async function main(): Promise<void> {
   }
   const bouncerBin = findBinary(['/usr/sbin/pgbouncer'], 'pgbouncer');
   if (!bouncerBin) notice('pgbouncer not found (apt-get install pgbouncer): skipping the PgBouncer target');
+  const straceBin = want('syscalls') ? findBinary(['/usr/bin/strace'], 'strace') : undefined;
+  if (want('syscalls') && !straceBin)
+    notice('strace not found (apt-get install strace): skipping system calls');
 
   const workDir = makeWorkDir();
   const profileDir = profile ? path.join(BENCH_DIR, 'results', 'profiles') : undefined;
@@ -105,7 +114,7 @@ async function main(): Promise<void> {
   try {
     log(`mode ${quick ? 'quick' : 'full'}, ${ROUNDS} rounds, work dir ${workDir}`);
     log('analysis micro-benchmark (in process, before anything else runs)');
-    const analysis = await benchAnalysis(quick ? 3 : 10);
+    const analysis = want('analysis') ? await benchAnalysis(quick ? 3 : 10) : undefined;
 
     log('starting PostgreSQL and loading pgbench tables and bench_wide');
     if (!pgbenchBin) throw new Error('pgbench is required to load the bench tables');
@@ -195,7 +204,7 @@ async function main(): Promise<void> {
     const cacheByMode = new Map<string, AnalysisCacheStats>();
     const logDir = path.join(workDir, 'pgbench-logs');
     fs.mkdirSync(logDir, { recursive: true });
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < (want('pgbench') ? ROUNDS : 0); round++) {
       log(`pgbench round ${round + 1}/${ROUNDS}`);
       for (const level of LEVELS) {
         for (const mode of MODES) {
@@ -232,11 +241,11 @@ async function main(): Promise<void> {
     for (const level of LEVELS) {
       for (const mode of MODES) {
         const get = (name: string) => samples.get(`${level.clients}|${mode}|${name}`);
-        const perRoundRatio = (name: string, base: string): number | undefined => {
+        const perRoundRatio = (name: string, base: string, of: 'tps' | 'cpu' = 'tps'): number | undefined => {
           const a = get(name);
           const b = get(base);
           if (!a || !b) return undefined;
-          return spread(a.tps.map((x, i) => x / (b.tps[i] as number))).median;
+          return spread(a[of].map((x, i) => x / (b[of][i] as number))).median;
         };
         for (const t of targets) {
           const s = get(t.name);
@@ -250,6 +259,7 @@ async function main(): Promise<void> {
             latencyMeanMs: spread(s.mean).median,
             latencyP99Ms: spread(s.p99).median,
             cpuUsPerTxn: spread(s.cpu).median,
+            cpuVsPipe: t.child ? perRoundRatio(t.name, 'pipe', 'cpu') : undefined,
             vsDirect: perRoundRatio(t.name, 'direct'),
             vsPipe: perRoundRatio(t.name, 'pipe'),
             vsBouncer: bouncer ? perRoundRatio(t.name, 'pgbouncer') : undefined,
@@ -259,80 +269,74 @@ async function main(): Promise<void> {
     }
     const cacheRows: CacheRow[] = MODES.map((mode) => ({ mode, ...(cacheByMode.get(mode) ?? ZERO) }));
 
-    // 2. Large results: 100k rows × 5 columns through `pgwarden serve` in its own process.
-    log('large results');
-    const servePort = await freePort();
-    const serveConfig = writePgwardenConfig(workDir, db, servePort, 'pgwarden-serve');
-    const serve = spawnChild(
-      process.execPath,
-      nodeArgs(profileDir, [path.join(ROOT, 'bin/pgwarden.js'), 'serve', '--config', serveConfig]),
-      { logFile: path.join(workDir, 'pgwarden-serve.log'), cwd: ROOT },
-    );
-    children.push(serve);
-    await waitForPort(servePort);
-    const wideScript = path.join(workDir, 'wide.sql');
-    fs.writeFileSync(wideScript, 'SELECT * FROM bench_wide;\n');
-    const largeTargets: Target[] = [
-      direct,
-      pipeTarget,
-      { name: 'pgwarden unmasked', endpoint: { ...dba.endpoint, port: servePort }, child: serve },
-      { name: 'pgwarden masked', endpoint: { ...masked.endpoint, port: servePort }, child: serve },
-    ];
-    const perQuery = quick ? 3 : 10;
-    const large = new Map<string, { ms: number[]; cpu: number[] }>();
-    for (let round = 0; round < ROUNDS; round++) {
-      const order = largeTargets.map((_, i) => largeTargets[(i + round) % largeTargets.length] as Target);
-      for (const t of order) {
-        const cpu0 = t.child ? cpuNs(t.child.pid) : 0;
-        const r = await pgbench({
-          bin: pgbenchBin,
+    // 2. System calls per transaction (strace attached to each target process, pgbench -c 1 -t).
+    let syscalls: SyscallRow[] = [];
+    if (straceBin) {
+      log('system calls per transaction (strace -c -f)');
+      syscalls = await benchSyscalls({
+        straceBin,
+        pgbenchBin,
+        targets: [pipeTarget, ...(bouncer ? [bouncer] : []), dba, masked].map((t) => ({
+          name: t.name,
           endpoint: t.endpoint,
-          mode: 'extended',
-          clients: 1,
-          threads: 1,
-          length: { transactions: perQuery },
-          script: wideScript,
-        });
-        const cpu = t.child ? (cpuNs(t.child.pid) - cpu0) / (r.transactions * WIDE_ROWS) : Number.NaN;
-        const s = large.get(t.name) ?? { ms: [], cpu: [] };
-        s.ms.push(r.latencyMeanMs);
-        s.cpu.push(cpu);
-        large.set(t.name, s);
-      }
+          pid: t.child?.pid as number,
+        })),
+        modes: MODES,
+        transactions: quick ? 1000 : 3000,
+        workDir,
+      });
     }
-    const directMs = large.get('direct')?.ms ?? [];
-    const largeRows: LargeRow[] = largeTargets.map((t) => {
-      const s = large.get(t.name) ?? { ms: [], cpu: [] };
-      return {
-        target: t.name,
-        wallMs: spread(s.ms),
-        vsDirect: spread(s.ms.map((x, i) => x / (directMs[i] as number))).median,
-        cpuNsPerRow: t.child ? spread(s.cpu).median : undefined,
-      };
-    });
-    await serve.stop();
 
-    // 3. Connections: a fresh `pgwarden serve`, 1,000 idle authenticated clients.
-    log(`${CONNECTIONS} idle connections`);
-    const connPort = await freePort();
-    const connConfig = writePgwardenConfig(workDir, db, connPort, 'pgwarden-connections');
-    const connProc = spawnChild(
-      process.execPath,
-      [path.join(ROOT, 'bin/pgwarden.js'), 'serve', '--config', connConfig],
-      {
-        logFile: path.join(workDir, 'pgwarden-connections.log'),
-        cwd: ROOT,
-      },
-    );
-    children.push(connProc);
-    await waitForPort(connPort);
-    const connections = await benchConnections(
-      connProc.pid,
-      { ...dba.endpoint, port: connPort },
-      CONNECTIONS,
-      25,
-    );
-    await connProc.stop();
+    // 3. Large results: 100k rows × 5 columns through `pgwarden serve` in its own process.
+    let largeRows: LargeRow[] = [];
+    if (want('large')) {
+      log('large results');
+      const servePort = await freePort();
+      const serveConfig = writePgwardenConfig(workDir, db, servePort, 'pgwarden-serve');
+      const serve = spawnChild(
+        process.execPath,
+        nodeArgs(profileDir, [path.join(ROOT, 'bin/pgwarden.js'), 'serve', '--config', serveConfig]),
+        { logFile: path.join(workDir, 'pgwarden-serve.log'), cwd: ROOT },
+      );
+      children.push(serve);
+      await waitForPort(servePort);
+      largeRows = await benchLarge({
+        pgbenchBin,
+        targets: [
+          direct,
+          pipeTarget,
+          { name: 'pgwarden unmasked', endpoint: { ...dba.endpoint, port: servePort }, pid: serve.pid },
+          { name: 'pgwarden masked', endpoint: { ...masked.endpoint, port: servePort }, pid: serve.pid },
+        ].map((t) => ({ name: t.name, endpoint: t.endpoint, pid: 'pid' in t ? t.pid : t.child?.pid })),
+        rounds: ROUNDS,
+        perQuery: quick ? 3 : 10,
+        rows: WIDE_ROWS,
+        workDir,
+      });
+      await serve.stop();
+    }
+
+    // 4. Connections: a fresh `pgwarden serve`, 1,000 idle authenticated clients.
+    let connections: ConnectionResults | undefined;
+    if (want('connections')) {
+      log(`${CONNECTIONS} idle connections`);
+      const connPort = await freePort();
+      const connConfig = writePgwardenConfig(workDir, db, connPort, 'pgwarden-connections');
+      const connProc = spawnChild(
+        process.execPath,
+        [path.join(ROOT, 'bin/pgwarden.js'), 'serve', '--config', connConfig],
+        { logFile: path.join(workDir, 'pgwarden-connections.log'), cwd: ROOT },
+      );
+      children.push(connProc);
+      await waitForPort(connPort);
+      connections = await benchConnections(
+        connProc.pid,
+        { ...dba.endpoint, port: connPort },
+        CONNECTIONS,
+        25,
+      );
+      await connProc.stop();
+    }
 
     const results: Results = {
       machine: {
@@ -351,13 +355,14 @@ async function main(): Promise<void> {
         quick,
         rounds: ROUNDS,
         pgbenchLength: quick ? '-t 600 (-c 1), -t 300 per client (-c 8)' : `-T ${SECONDS}`,
-        largeQueriesPerRound: perQuery,
+        largeQueriesPerRound: quick ? 3 : 10,
         seconds: 0,
       },
       notices,
       pgbench: pgbenchRows,
       cache: cacheRows,
       large: largeRows,
+      syscalls,
       analysis,
       connections,
     };
