@@ -207,6 +207,62 @@ export class AuditLog {
   write(e: AuditEvent): void {
     this.logger.info({ audit: true, ...e, ...(this.epoch ? { epoch: this.epoch() } : {}) }, 'statement');
   }
+
+  /** The writer of one session's lines: what its statements share is serialized once (see SessionAudit). */
+  session(fixed: SessionAuditFields): SessionAudit {
+    return new SessionAudit(this.logger, fixed, this.epoch);
+  }
+}
+
+/** The fields of an audit line that a session fixes at login. */
+export type SessionAuditFields = Pick<AuditEvent, 'conn' | 'identity' | 'viewer' | 'login' | 'database'>;
+
+/** The fields of an audit line that may change from one statement of a session to the next. */
+export type StatementAuditFields = Omit<AuditEvent, keyof SessionAuditFields | 'roles' | 'searchPath'>;
+
+/**
+ * One session's audit lines, the same lines {@link AuditLog.write} writes (the same fields; the
+ * session's own come first): the fields that change rarely (the session's, its roles, its
+ * search_path, the policy epoch) are serialized once into a pino child logger, made again when
+ * the roles, the path (by identity) or the epoch change; per statement only its own fields are
+ * serialized (issue 18: the audit line amortized, every statement still audited).
+ */
+export class SessionAudit {
+  private child: Logger | undefined;
+  private roles: readonly string[] | undefined;
+  private searchPath: readonly string[] | undefined;
+  private epochNow: string | undefined;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly fixed: SessionAuditFields,
+    private readonly epoch?: () => string,
+  ) {}
+
+  /** Logs one statement under `roles` and `searchPath`; `e.sql` must already be normalized. */
+  write(roles: readonly string[], searchPath: readonly string[] | undefined, e: StatementAuditFields): void {
+    const epoch = this.epoch?.();
+    let child = this.child;
+    if (!child || roles !== this.roles || searchPath !== this.searchPath || epoch !== this.epochNow) {
+      const f = this.fixed;
+      child = this.logger.child({
+        audit: true,
+        conn: f.conn,
+        identity: f.identity,
+        ...(f.viewer !== undefined ? { viewer: f.viewer } : {}),
+        ...(f.login !== undefined ? { login: f.login } : {}),
+        roles,
+        database: f.database,
+        ...(searchPath !== undefined ? { searchPath } : {}),
+        ...(epoch !== undefined ? { epoch } : {}),
+      });
+      this.child = child;
+      this.roles = roles;
+      this.searchPath = searchPath;
+      this.epochNow = epoch;
+    }
+    child.info(e, 'statement');
+  }
 }
 
 /** Rows from a CommandComplete tag: `SELECT 5`, `INSERT 0 3`, `UPDATE 2`, `COPY 10` → the last number. */

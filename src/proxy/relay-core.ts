@@ -10,8 +10,9 @@ import { type ErrorFields, errorResponse } from '../wire/backend.js';
 import { FrontendCode } from '../wire/codes.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
 import { bind as encodeBind, query as encodeQuery } from '../wire/frontend-encode.js';
-import { type AuditLog, auditKind, normalizeForAudit, rowsOfTag } from './audit.js';
+import { type AuditLog, auditKind, normalizeForAudit, rowsOfTag, type SessionAudit } from './audit.js';
 import { CatalogUnavailable } from './catalog-source.js';
+import { GateMemo } from './gate-memo.js';
 import {
   type Decider,
   type GateResult,
@@ -55,6 +56,28 @@ function auditText(statement: StatementPlan['statement'], sql: string): string {
   return t;
 }
 
+/**
+ * Puts one entry of a map (prepared statements, portals) back as it was when this was made: for a
+ * message the upstream refused or skipped, whose effect on the name therefore never happened.
+ */
+export class MapUndo {
+  private readonly had: boolean;
+  private readonly old: unknown;
+  constructor(
+    private readonly map: Map<string, unknown>,
+    private readonly key: string,
+  ) {
+    this.had = map.has(key);
+    this.old = map.get(key);
+  }
+
+  /** Restores the entry (or its absence). */
+  run(): void {
+    if (this.had) this.map.set(this.key, this.old);
+    else this.map.delete(this.key);
+  }
+}
+
 /** Replies the upstream owes us, in order (DESIGN.md "a queue of expected replies"). */
 export type Expect =
   | {
@@ -71,8 +94,8 @@ export type Expect =
     }
   /** pgwarden's closing statement of a staged string: only its error and ReadyForQuery reach the client. */
   | { readonly t: 'finish' }
-  | { readonly t: 'parse'; readonly entry: PreparedEntry; readonly undo: () => void }
-  | { readonly t: 'bind'; readonly undo: () => void }
+  | { readonly t: 'parse'; readonly entry: PreparedEntry; readonly undo: MapUndo }
+  | { readonly t: 'bind'; readonly undo: MapUndo }
   | { readonly t: 'describe'; readonly plan: StatementPlan | null }
   | {
       readonly t: 'execute';
@@ -80,7 +103,7 @@ export type Expect =
       readonly sql: string;
       readonly started: number;
     }
-  | { readonly t: 'close'; readonly undo: () => void }
+  | { readonly t: 'close'; readonly undo: MapUndo }
   /** A Sync; `error` (ours, for a Sync sent with a payload) goes out before its ReadyForQuery. */
   | { readonly t: 'sync'; readonly error?: Buffer }
   /** pgwarden's own catalog read on this session: every reply is consumed here, none reaches the client. */
@@ -179,9 +202,18 @@ export abstract class RelayCore {
   /** An extended-protocol message came since the last Sync: an implicit transaction may be open upstream. */
   protected extendedOpen = false;
   protected closed = false;
+  /** Allowed results of this session's gate, by text (the same statement again is not decided again). */
+  private readonly memo = new GateMemo();
 
   constructor(protected readonly o: RelayOptions) {
     this.framer = new MessageFramer({ maxMessageBytes: o.maxMessageBytes, startup: false });
+    this.auditLines = o.audit.session({
+      conn: o.connId,
+      identity: o.identity,
+      ...(o.viewer !== undefined ? { viewer: o.viewer } : {}),
+      ...(o.login !== undefined ? { login: o.login } : {}),
+      database: o.gateSession.database,
+    });
   }
 
   /** Transactions ended so far (ReadyForQuery back to idle): a session's own catalog lives within one. */
@@ -232,12 +264,43 @@ export abstract class RelayCore {
     return !this.closed;
   }
 
+  /**
+   * While set (the synchronous part of handling one client chunk), what is sent upstream and lies
+   * right after the previous message in the same chunk is only appended to `run`: messages
+   * forwarded as they came leave as one view of the client's bytes, one write (issue 18).
+   */
+  protected coalescing = false;
+  private run: Buffer | undefined;
+  private runEnd = 0;
+
   protected send(bytes: Buffer): void {
     // What went up decides whether an implicit extended-protocol transaction is open there.
     const code = bytes[0] as number;
     if (code === FrontendCode.Sync) this.extendedOpen = false;
     else if (EXTENDED.has(code)) this.extendedOpen = true;
-    this.o.upstream.socket.write(bytes);
+    const run = this.run;
+    if (run && bytes.buffer === run.buffer && bytes.byteOffset === this.runEnd) {
+      this.runEnd += bytes.length;
+      return;
+    }
+    this.flushSent();
+    if (!this.coalescing) {
+      this.o.upstream.socket.write(bytes);
+      return;
+    }
+    this.run = bytes;
+    this.runEnd = bytes.byteOffset + bytes.length;
+  }
+
+  /** Writes what {@link send} holds back; call before `coalescing` is cleared or the socket is used directly. */
+  protected flushSent(): void {
+    const run = this.run;
+    if (!run) return;
+    this.run = undefined;
+    const length = this.runEnd - run.byteOffset;
+    this.o.upstream.socket.write(
+      length === run.length ? run : Buffer.from(run.buffer, run.byteOffset, length),
+    );
   }
 
   protected startBatch(): void {
@@ -247,16 +310,12 @@ export abstract class RelayCore {
     }
   }
 
+  /** This session's audit lines (what its statements share serialized once). */
+  private readonly auditLines: SessionAudit;
+
   private auditRefusal(sql: string, r: Refusal, statement: StatementAnalysis | undefined): void {
     const s = this.o.gateSession;
-    this.o.audit.write({
-      conn: this.o.connId,
-      identity: this.o.identity,
-      ...(this.o.viewer !== undefined ? { viewer: this.o.viewer } : {}),
-      ...(this.o.login !== undefined ? { login: this.o.login } : {}),
-      roles: s.roles,
-      database: s.database,
-      searchPath: s.paths.paths().searchPath,
+    this.auditLines.write(s.roles, s.paths.paths().searchPath, {
       kind: auditKind(statement),
       sql: normalizeForAudit(sql),
       decision: 'refused',
@@ -268,23 +327,32 @@ export abstract class RelayCore {
 
   protected auditDone(plan: StatementPlan | null, sql: string, started: number, tag: string): void {
     const s = this.o.gateSession;
-    const masked = plan ? [...plan.mask].map((i) => plan.statement.resultColumns[i]?.name ?? String(i)) : [];
+    const masked =
+      plan && plan.mask.size > 0
+        ? [...plan.mask].map((i) => plan.statement.resultColumns[i]?.name ?? String(i))
+        : undefined;
     const rows = rowsOfTag(tag);
-    this.o.audit.write({
-      conn: this.o.connId,
-      identity: this.o.identity,
-      ...(this.o.viewer !== undefined ? { viewer: this.o.viewer } : {}),
-      ...(this.o.login !== undefined ? { login: this.o.login } : {}),
-      roles: s.roles,
-      database: s.database,
-      searchPath: s.paths.paths().searchPath,
-      kind: auditKind(plan?.statement),
-      sql: plan ? auditText(plan.statement, sql) : normalizeForAudit(sql),
-      decision: masked.length > 0 ? 'masked' : 'allowed',
-      ...(masked.length > 0 ? { masked } : {}),
-      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
-      ...(rows !== undefined ? { rows } : {}),
-    });
+    const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
+    this.auditLines.write(
+      s.roles,
+      s.paths.paths().searchPath,
+      masked
+        ? {
+            kind: auditKind(plan?.statement),
+            sql: plan ? auditText(plan.statement, sql) : normalizeForAudit(sql),
+            decision: 'masked',
+            masked,
+            durationMs,
+            ...(rows !== undefined ? { rows } : {}),
+          }
+        : {
+            kind: auditKind(plan?.statement),
+            sql: plan ? auditText(plan.statement, sql) : normalizeForAudit(sql),
+            decision: 'allowed',
+            durationMs,
+            ...(rows !== undefined ? { rows } : {}),
+          },
+    );
   }
 
   /** Refuses a Query or FunctionCall: a syntax-error probe upstream, its ErrorResponse replaced by ours. */
@@ -301,31 +369,43 @@ export abstract class RelayCore {
   }
 
   /**
-   * Runs the gate for `sql` and hands its result to `then` — synchronously when the gate could
-   * decide without waiting (a loaded catalog: the hot path), else once it has; what `allowed`
-   * returns (a string run in stages) is waited for too. A catalog that cannot be read becomes a
-   * refusal (57P03 or 58000) passed to `onFailure`.
+   * Runs the gate for `sql` and hands its result to `allowed` (with `ctx`) or `refuse` — both
+   * called as methods of this relay — synchronously when the gate could decide without waiting (a
+   * loaded catalog: the hot path, where nothing is allocated for the continuation), else once it
+   * has; what `allowed` returns (a string run in stages) is waited for too. A catalog that cannot
+   * be read becomes a refusal (57P03 or 58000) passed to `refuse`.
    */
-  protected withGate(
+  protected withGate<C>(
     sql: string,
-    allowed: (r: GateResult & { ok: true }) => Promise<void> | undefined | void,
-    refuse: (r: Refusal) => void,
+    ctx: C,
+    allowed: (this: this, ctx: C, r: GateResult & { ok: true }) => Promise<void> | undefined | void,
+    refuse: (this: this, r: Refusal) => void,
   ): Promise<void> | undefined {
-    const then = (r: GateResult): Promise<void> | undefined | void => {
-      if (r.ok) return allowed(r);
-      this.auditRefusal(sql, r.refusal, r.statement);
-      refuse(r.refusal);
-      return undefined;
-    };
     let r: GateResult | Promise<GateResult>;
     try {
-      r = gate(sql, this.o.gateSession, this.o.cache, this.o.decide);
+      r = gate(sql, this.o.gateSession, this.o.cache, this.o.decide, this.memo);
     } catch (e) {
-      refuse(this.catalogFailure(e));
+      refuse.call(this, this.catalogFailure(e));
       return undefined;
     }
-    if (!(r instanceof Promise)) return then(r) ?? undefined;
-    return r.then(then, (e: unknown) => refuse(this.catalogFailure(e)));
+    if (!(r instanceof Promise)) return this.gated(sql, ctx, r, allowed, refuse);
+    return r.then(
+      (x) => this.gated(sql, ctx, x, allowed, refuse),
+      (e: unknown) => refuse.call(this, this.catalogFailure(e)),
+    );
+  }
+
+  private gated<C>(
+    sql: string,
+    ctx: C,
+    r: GateResult,
+    allowed: (this: this, ctx: C, r: GateResult & { ok: true }) => Promise<void> | undefined | void,
+    refuse: (this: this, r: Refusal) => void,
+  ): Promise<void> | undefined {
+    if (r.ok) return allowed.call(this, ctx, r) ?? undefined;
+    this.auditRefusal(sql, r.refusal, r.statement);
+    refuse.call(this, r.refusal);
+    return undefined;
   }
 
   /**

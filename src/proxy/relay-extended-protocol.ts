@@ -7,9 +7,9 @@ import { BackendCode } from '../wire/codes.js';
 import type { Frame } from '../wire/framer.js';
 import { decodeBind, decodeClose, decodeDescribe, decodeExecute, decodeParse } from '../wire/frontend.js';
 import { parse as encodeParse } from '../wire/frontend-encode.js';
-import { type Expect, type PortalEntry, PROBE_STATEMENT, type PreparedEntry } from './relay-core.js';
+import { type Expect, MapUndo, type PortalEntry, PROBE_STATEMENT, type PreparedEntry } from './relay-core.js';
 import { SimpleQueryRelay } from './relay-simple-query.js';
-import { cursorPlan, type StatementPlan } from './statement-gate.js';
+import { cursorPlan, type GateResult, type StatementPlan } from './statement-gate.js';
 
 /** Type OIDs of each catalog, for the parameter types of Parse. */
 const typeOids = new WeakMap<Catalog, ReadonlySet<number>>();
@@ -44,41 +44,43 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
       });
       return undefined;
     }
-    return this.withGate(
+    return this.withGate(sql, { f, name, sql, paramTypes }, this.parseAllowed, this.refuseExtended);
+  }
+
+  private parseAllowed(
+    p: { f: Frame; name: string; sql: string; paramTypes: readonly number[] },
+    result: GateResult & { ok: true },
+  ): void {
+    const { name, sql, paramTypes } = p;
+    if (result.plans.length > 1) {
+      this.refuseExtended({
+        sqlstate: '42601',
+        message: 'cannot insert multiple commands into a prepared statement',
+      });
+      return;
+    }
+    // Postgres answers a parameter type OID that names no type with XX000 ("cache lookup
+    // failed for type"): pgwarden refuses it first, as an undefined object (issue 16 item 4).
+    const unknown = unknownTypeOid(result.catalog, paramTypes);
+    if (unknown !== undefined) {
+      this.refuseExtended({ sqlstate: '42704', message: `type with OID ${unknown} does not exist` });
+      return;
+    }
+    const entry: PreparedEntry = {
       sql,
-      (result) => {
-        if (result.plans.length > 1) {
-          this.refuseExtended({
-            sqlstate: '42601',
-            message: 'cannot insert multiple commands into a prepared statement',
-          });
-          return;
-        }
-        // Postgres answers a parameter type OID that names no type with XX000 ("cache lookup
-        // failed for type"): pgwarden refuses it first, as an undefined object (issue 16 item 4).
-        const unknown = unknownTypeOid(result.catalog, paramTypes);
-        if (unknown !== undefined) {
-          this.refuseExtended({ sqlstate: '42704', message: `type with OID ${unknown} does not exist` });
-          return;
-        }
-        const entry: PreparedEntry = {
-          sql,
-          plan: result.plans[0] ?? null,
-          pathVersion: this.o.gateSession.paths.version,
-          catalogVersion: result.catalog.version,
-          policy: this.o.gateSession.config,
-          sent: result.sent?.text ?? sql,
-        };
-        // Pipelined Bind/Describe may follow before ParseComplete: the name exists from now on, and
-        // is put back as it was if the upstream refuses the Parse (or skips it after an earlier error).
-        this.expects.push({ t: 'parse', entry, undo: this.remember(this.statements, name) });
-        this.statements.set(name, entry);
-        this.o.gateSession.names.prepared.delete(name);
-        // Mask at read: the statement prepared upstream is the rewritten text (wall 2).
-        this.send(result.sent ? encodeParse(name, result.sent.text, paramTypes) : f.bytes);
-      },
-      (r) => this.refuseExtended(r),
-    );
+      plan: result.plans[0] ?? null,
+      pathVersion: this.o.gateSession.paths.version,
+      catalogVersion: result.catalog.version,
+      policy: this.o.gateSession.config,
+      sent: result.sent?.text ?? sql,
+    };
+    // Pipelined Bind/Describe may follow before ParseComplete: the name exists from now on, and
+    // is put back as it was if the upstream refuses the Parse (or skips it after an earlier error).
+    this.expects.push({ t: 'parse', entry, undo: new MapUndo(this.statements, name) });
+    this.statements.set(name, entry);
+    this.o.gateSession.names.prepared.delete(name);
+    // Mask at read: the statement prepared upstream is the rewritten text (wall 2).
+    this.send(result.sent ? encodeParse(name, result.sent.text, paramTypes) : p.f.bytes);
   }
 
   /** The plan of a statement name: protocol-level first, then SQL-level PREPARE (one namespace in Postgres). */
@@ -104,13 +106,6 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
       });
       return undefined;
     }
-    const bound = (e: PreparedEntry) => {
-      this.expects.push({ t: 'bind', undo: this.remember(this.portals, b.portal) });
-      this.portals.set(b.portal, { plan: e.plan, sql: e.sql });
-      // Portals and SQL cursors are one namespace upstream.
-      this.o.gateSession.names.cursors.delete(b.portal);
-      this.send(f.bytes);
-    };
     const current = this.o.gateSession.catalogNow();
     const samePolicy = entry.policy === this.o.gateSession.config;
     if (
@@ -122,14 +117,15 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
           entry.pathVersion === this.o.gateSession.paths.version &&
           entry.catalogVersion === current.version))
     ) {
-      bound(entry);
+      this.bound(f, b.portal, entry);
       return undefined;
     }
     // DESIGN.md: a decision made at Parse is made again at Bind when the search_path, the catalog
     // or the policy changed.
     return this.withGate(
       entry.sql,
-      (result) => {
+      undefined,
+      (_, result) => {
         // The upstream runs the text sent at Parse: when the decision now would send another
         // (other hidden columns, another relation), that text no longer masks what it must.
         if ((result.sent?.text ?? entry.sql) !== entry.sent) {
@@ -149,20 +145,19 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
           sent: entry.sent,
         };
         this.statements.set(b.statement, again);
-        bound(again);
+        this.bound(f, b.portal, again);
       },
-      (r) => this.refuseExtended(r),
+      this.refuseExtended,
     );
   }
 
-  /** An undo for a map entry: restores the value `key` has now (or its absence). */
-  private remember<V>(map: Map<string, V>, key: string): () => void {
-    const had = map.has(key);
-    const old = map.get(key);
-    return () => {
-      if (had) map.set(key, old as V);
-      else map.delete(key);
-    };
+  /** A Bind of `portal` to the prepared statement `e`, decided: the portal exists from now on (see MapUndo). */
+  private bound(f: Frame, portal: string, e: PreparedEntry): void {
+    this.expects.push({ t: 'bind', undo: new MapUndo(this.portals, portal) });
+    this.portals.set(portal, { plan: e.plan, sql: e.sql });
+    // Portals and SQL cursors are one namespace upstream.
+    this.o.gateSession.names.cursors.delete(portal);
+    this.send(f.bytes);
   }
 
   /**
@@ -179,18 +174,6 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
     return this.portals.get(name) ?? { sqlstate: '34000', message: `portal "${name}" does not exist` };
   }
 
-  /** Runs `then` on the portal now, or once its cursor plan is decided (the rare, waiting case). */
-  private withPortal(name: string, then: (p: PortalEntry) => void): Promise<void> | undefined {
-    const found = this.portalFor(name);
-    const go = (p: PortalEntry | Refusal) => {
-      if ('sqlstate' in p) this.refuseExtended(p);
-      else then(p);
-    };
-    if (found instanceof Promise) return found.then(go);
-    go(found);
-    return undefined;
-  }
-
   protected describe(f: Frame): Promise<void> | undefined {
     const d = decodeDescribe(f.payload);
     this.startBatch();
@@ -204,19 +187,31 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
       this.send(f.bytes);
       return undefined;
     }
-    return this.withPortal(d.name, (portal) => {
-      this.expects.push({ t: 'describe', plan: portal.plan });
-      this.send(f.bytes);
-    });
+    const portal = this.portalFor(d.name);
+    if (portal instanceof Promise) return portal.then((p) => this.describePortal(f, p));
+    this.describePortal(f, portal);
+    return undefined;
+  }
+
+  private describePortal(f: Frame, portal: PortalEntry | Refusal): void {
+    if ('sqlstate' in portal) return this.refuseExtended(portal);
+    this.expects.push({ t: 'describe', plan: portal.plan });
+    this.send(f.bytes);
   }
 
   protected execute(f: Frame): Promise<void> | undefined {
     const e = decodeExecute(f.payload);
     this.startBatch();
-    return this.withPortal(e.portal, (portal) => {
-      this.expects.push({ t: 'execute', plan: portal.plan, sql: portal.sql, started: performance.now() });
-      this.send(f.bytes);
-    });
+    const portal = this.portalFor(e.portal);
+    if (portal instanceof Promise) return portal.then((p) => this.executePortal(f, p));
+    this.executePortal(f, portal);
+    return undefined;
+  }
+
+  private executePortal(f: Frame, portal: PortalEntry | Refusal): void {
+    if ('sqlstate' in portal) return this.refuseExtended(portal);
+    this.expects.push({ t: 'execute', plan: portal.plan, sql: portal.sql, started: performance.now() });
+    this.send(f.bytes);
   }
 
   protected close(f: Frame): void {
@@ -225,7 +220,7 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
     const map: Map<string, unknown> = c.target === 'S' ? this.statements : this.portals;
     // Close of a portal may close a SQL cursor of that name: it is forgotten too (fail closed).
     if (c.target === 'P') this.o.gateSession.names.cursors.delete(c.name);
-    this.expects.push({ t: 'close', undo: this.remember(map, c.name) });
+    this.expects.push({ t: 'close', undo: new MapUndo(map, c.name) });
     map.delete(c.name);
     this.send(f.bytes);
   }

@@ -22,36 +22,32 @@ export abstract class SimpleQueryRelay extends ResultRelay {
   protected simpleQuery(f: Frame): Promise<void> | undefined {
     const { sql } = decodeQuery(f.payload);
     this.startBatch();
-    const started = performance.now();
-    return this.withGate(
-      sql,
-      (result) => {
-        if (result.rest !== undefined && result.head !== undefined) {
-          // In a failed transaction Postgres runs nothing of the string (25P02): neither do stages.
-          if (this.status === 'E' || this.extendedOpen) {
-            this.batchOpen = false;
-            return this.refuseSimple(
-              this.status === 'E'
-                ? { sqlstate: '25P02', message: ABORTED }
-                : { sqlstate: '0A000', message: NOT_IN_EXTENDED },
-            );
-          }
-          return this.staged(
-            result.plans,
-            result.head,
-            result.sent?.text ?? result.head,
-            result.rest,
-            started,
-          );
-        }
-        this.expects.push({ t: 'query', plans: result.plans, index: 0, sql, started });
-        // Mask at read: the rewritten text goes up instead of the caller's (wall 2).
-        this.send(result.sent ? encodeQuery(result.sent.text) : f.bytes);
+    return this.withGate(sql, { f, sql, started: performance.now() }, this.queryAllowed, this.refuseSimple);
+  }
+
+  private queryAllowed(
+    q: { f: Frame; sql: string; started: number },
+    result: GateResult & { ok: true },
+  ): Promise<void> | undefined {
+    const { sql, started } = q;
+    if (result.rest !== undefined && result.head !== undefined) {
+      // In a failed transaction Postgres runs nothing of the string (25P02): neither do stages.
+      if (this.status === 'E' || this.extendedOpen) {
         this.batchOpen = false;
+        this.refuseSimple(
+          this.status === 'E'
+            ? { sqlstate: '25P02', message: ABORTED }
+            : { sqlstate: '0A000', message: NOT_IN_EXTENDED },
+        );
         return undefined;
-      },
-      (r) => this.refuseSimple(r),
-    );
+      }
+      return this.staged(result.plans, result.head, result.sent?.text ?? result.head, result.rest, started);
+    }
+    this.expects.push({ t: 'query', plans: result.plans, index: 0, sql, started });
+    // Mask at read: the rewritten text goes up instead of the caller's (wall 2).
+    this.send(result.sent ? encodeQuery(result.sent.text) : q.f.bytes);
+    this.batchOpen = false;
+    return undefined;
   }
 
   /**

@@ -16,7 +16,7 @@ import {
   secondWallRefusal,
   unrewriteError,
 } from './error-redaction.js';
-import type { Expect } from './relay-core.js';
+import type { Expect, MapUndo } from './relay-core.js';
 import { ExtendedProtocolRelay } from './relay-extended-protocol.js';
 import type { StatementPlan } from './statement-gate.js';
 
@@ -105,7 +105,7 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
   private readyForQuery(f: Frame): Buffer | null {
     // Everything owed before this ReadyForQuery has been answered or skipped; what a skipped
     // message would have created or closed never happened upstream, so it is put back.
-    const undos: (() => void)[] = [];
+    const undos: MapUndo[] = [];
     let ended: Expect | undefined;
     let error: Buffer | undefined;
     while (this.expects.length > 0) {
@@ -117,7 +117,7 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
       }
       if ('undo' in e) undos.push(e.undo);
     }
-    for (const undo of undos.reverse()) undo();
+    for (const undo of undos.reverse()) undo.run();
     this.discarding = false;
     this.status = decodeReadyForQuery(f.payload);
     // A stage of a string pgwarden runs in its own transaction: the client sees one ReadyForQuery, at the end.
@@ -152,12 +152,12 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
     if (head && head.t !== 'query' && head.t !== 'sync' && head.t !== 'finish') {
       // Extended protocol: the upstream skips to Sync; so do the replies we were owed, and what
       // the failed and skipped messages would have created or closed is put back.
-      const undos: (() => void)[] = [];
+      const undos: MapUndo[] = [];
       while (this.expects.length > 0 && this.expects[0]?.t !== 'sync') {
         const e = this.expects.shift() as Expect;
         if ('undo' in e) undos.push(e.undo);
       }
-      for (const undo of undos.reverse()) undo();
+      for (const undo of undos.reverse()) undo.run();
       // Postgres now ignores every message until Sync. Messages the client sends from here on
       // (it may have seen the error after a Flush) are dropped here too, unless its Sync has
       // already gone up: only then does the upstream process what follows.

@@ -67,8 +67,10 @@ export class Relay extends UpstreamRepliesRelay {
   private async drain(): Promise<void> {
     this.working = true;
     const up = this.o.upstream.socket;
-    // One cork for the whole batch: Parse/Bind/Execute/Sync decided without waiting leave as one write.
+    // One cork for the whole batch: Parse/Bind/Execute/Sync decided without waiting leave as one
+    // write, and as one view of the client's bytes where they go up as they came (send()).
     up.cork();
+    this.coalescing = true;
     try {
       while (this.inbox.length > 0 && !this.closed) {
         const frame = this.inbox.shift() as Frame;
@@ -82,17 +84,22 @@ export class Relay extends UpstreamRepliesRelay {
         }
         if (pending) {
           // A catalog read (possibly on this very upstream connection) must not wait behind the cork.
+          this.coalescing = false;
+          this.flushSent();
           up.uncork();
           this.o.client.pause();
           await pending;
           if (!this.ignoringClient) this.o.client.resume();
           up.cork();
+          this.coalescing = true;
         }
       }
     } catch (e) {
       this.o.log.error({ event: 'relay-error', err: (e as Error).stack }, 'relay failed');
       this.o.terminate({ severity: 'FATAL', code: 'XX000', message: 'pgwarden internal error' });
     } finally {
+      this.coalescing = false;
+      this.flushSent();
       up.uncork();
       this.working = false;
     }
@@ -187,6 +194,7 @@ export class Relay extends UpstreamRepliesRelay {
         });
         return undefined;
       case FrontendCode.Terminate:
+        this.flushSent();
         this.o.upstream.socket.end(f.bytes);
         this.o.terminate();
         return undefined;

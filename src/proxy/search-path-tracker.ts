@@ -3,6 +3,14 @@ import type { SessionEffect } from '../sql/analysis-types.js';
 
 type Path = readonly string[];
 
+/** The four paths analyze() reads (sql/statement-analyzer.ts SessionPaths), as one frozen value. */
+export interface SessionPaths {
+  readonly searchPath: Path;
+  readonly sessionSearchPath: Path;
+  readonly transactionStartSearchPath: Path;
+  readonly resetSearchPath: Path;
+}
+
 /**
  * The search_path the upstream session has, kept in step with it from the effects of statements
  * that completed (CommandComplete) and the transaction status of each ReadyForQuery.
@@ -29,19 +37,29 @@ export class SearchPathTracker {
     this.current = reset;
   }
 
-  /** The paths analyze() needs (sql/statement-analyzer.ts SessionPaths). */
-  paths(): {
-    searchPath: Path;
-    sessionSearchPath: Path;
-    transactionStartSearchPath: Path;
-    resetSearchPath: Path;
-  } {
-    return {
+  private value: SessionPaths | undefined;
+
+  /**
+   * The paths analyze() needs (sql/statement-analyzer.ts SessionPaths): the same frozen value
+   * while none of the four changes, a new one when one does (callers may key on its identity).
+   */
+  paths(): SessionPaths {
+    const tx = this.txStart ?? this.session;
+    const v = this.value;
+    if (
+      v &&
+      v.searchPath === this.current &&
+      v.sessionSearchPath === this.session &&
+      v.transactionStartSearchPath === tx
+    )
+      return v;
+    this.value = Object.freeze({
       searchPath: this.current,
       sessionSearchPath: this.session,
-      transactionStartSearchPath: this.txStart ?? this.session,
+      transactionStartSearchPath: tx,
       resetSearchPath: this.reset,
-    };
+    });
+    return this.value;
   }
 
   /** Changes whenever the effective search_path may have changed. */

@@ -8,6 +8,7 @@ import type { RewrittenSql } from '../rewrite/rewrite-sql.js';
 import type { Analysis, ColumnOrigin, SessionEffect, StatementAnalysis } from '../sql/analysis-types.js';
 import type { AnalysisCache } from '../sql/analyze.js';
 import { maskAtRead } from './gate-mask-at-read.js';
+import type { GateMemo } from './gate-memo.js';
 import type { SearchPathTracker } from './search-path-tracker.js';
 
 /** decide() of src/policy (DESIGN.md "Decision"), injected so the proxy does not re-implement it. */
@@ -47,8 +48,12 @@ export interface StatementPlan {
    * sees everything.
    */
   readonly hiddenOrigin?: (tableOid: number, attnum: number) => boolean;
-  /** The rewritten text the statement went up in (errors about it are mapped back to the caller's). */
-  readonly sent?: RewrittenSql;
+  /**
+   * How the text the statement went up in maps back to the caller's (errors about it are mapped
+   * back): positions and generated names. Its `text` may be another text of the same lexical key
+   * (a plan is shared by them, gate-memo.ts): the text sent is the GateResult's `sent`.
+   */
+  readonly sent?: Pick<RewrittenSql, 'positions' | 'names'>;
 }
 
 /**
@@ -151,21 +156,27 @@ function planOf(
  * earlier in the same string taken into account. An analysis refused for an unknown relation,
  * column or function is tried once more with a fresh catalog. Never rejects except when the
  * catalog cannot be read (CatalogUnavailable: the caller refuses with its 57P03 or 58000 then).
+ * With `memo` (the session's, gate-memo.ts), a text allowed before under the same catalog, policy,
+ * roles and search paths gets the same result without analysis or decision.
  */
 export function gate(
   sql: string,
   session: GateSession,
   cache: AnalysisCache,
   decide: Decider,
+  memo?: GateMemo,
 ): GateResult | Promise<GateResult> {
   // The hot path is synchronous: a loaded catalog and an analysis that needs no fresher one.
   const now = session.catalogNow();
   if (now) {
+    const known = memo?.get(sql, session, now);
+    if (known) return known;
     const fast = guarded(() => {
       const analysis = cache.analyze(sql, { catalog: now, ...pathsFor(session, now) });
-      return analysis.refusal && STALE_CATALOG.has(analysis.refusal.sqlstate)
-        ? undefined
-        : decideAnalysis(analysis, now, sql, session, cache, decide);
+      if (analysis.refusal && STALE_CATALOG.has(analysis.refusal.sqlstate)) return undefined;
+      const r = decideAnalysis(analysis, now, sql, session, cache, decide);
+      if (r.ok) memo?.keep(sql, session, now, r, cache.sharedByLiterals(analysis));
+      return r;
     });
     if (fast) return fast;
   }

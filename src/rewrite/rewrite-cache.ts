@@ -18,6 +18,18 @@ function idOf(d: Decision): number {
 }
 
 /**
+ * The rewrite of `sql` made from `shape`, the rewrite of a text with the same lexical key
+ * (sql/lexical-key.ts: the same parse tree, every offset the same, only literal values of the same
+ * length differ) under the same decision: its byte edits (names, never literals) applied to
+ * `sql`. Undefined when they do not apply (the caller rewrites from scratch: fail closed).
+ */
+export function rewrittenFor(shape: RewrittenSql, sql: string): RewrittenSql | undefined {
+  if (!shape.changed) return { ...shape, text: sql };
+  const applied = applyEdits(Buffer.from(sql, 'utf8'), shape.edits);
+  return applied ? { ...shape, text: applied.text } : undefined;
+}
+
+/**
  * Memoizes rewriteSql() by (decision, SQL text). A Decision object stands for exactly one
  * (analysis, roles, policy version, database, connection, catalog version) — the decision cache
  * hands out the same object for the same key —, and the hidden columns the rewrite masks come
@@ -49,11 +61,8 @@ export class RewriteCache {
     const lex = lexicalKey(sql);
     const lexKey = lex === null ? null : `${id}\0${lex}`;
     const shape = lexKey === null ? undefined : this.lexical.get(lexKey);
-    let out: RewrittenSql | RewriteRefusal;
-    if (shape) {
-      const applied = shape.changed ? applyEdits(Buffer.from(sql, 'utf8'), shape.edits) : null;
-      out = applied ? { ...shape, text: applied.text } : { ...shape, text: sql };
-    } else {
+    let out: RewrittenSql | RewriteRefusal | undefined = shape ? rewrittenFor(shape, sql) : undefined;
+    if (!out) {
       out = make();
       if (lexKey !== null && !('refusal' in out)) this.lexical.set(lexKey, out);
     }

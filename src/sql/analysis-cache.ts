@@ -50,6 +50,8 @@ export class AnalysisCache {
   private readonly normalized: LRUCache<string, Analysis>;
   /** Keyed by lexicalKey(): only analyses whose normalized key kept no literal value. */
   private readonly lexical: LRUCache<string, Analysis>;
+  /** Every analysis ever stored in `lexical`: it holds for any text of its lexical key. */
+  private readonly literalFree = new WeakSet<Analysis>();
   private readonly catalogIds = new WeakMap<Catalog, number>();
   private nextCatalogId = 1;
   private hits = 0;
@@ -64,6 +66,14 @@ export class AnalysisCache {
     this.exact = new LRUCache({ max: options.maxEntries ?? 10_000 });
     this.normalized = new LRUCache({ max: options.maxNormalizedEntries ?? 10_000 });
     this.lexical = new LRUCache({ max: options.maxNormalizedEntries ?? 10_000 });
+  }
+
+  /**
+   * Whether `a` (an analysis this cache returned) holds for every text with the same lexical key
+   * under the same options (sql/lexical-key.ts): its normalized key blanked every literal.
+   */
+  sharedByLiterals(a: Analysis): boolean {
+    return this.literalFree.has(a);
   }
 
   /** The counters so far. */
@@ -125,7 +135,7 @@ export class AnalysisCache {
       if (shared) {
         this.normalizedHits++;
         this.exact.set(exactKey, shared);
-        if (lexKey !== null && allLiteralsBlanked(norm)) this.lexical.set(lexKey, shared);
+        if (lexKey !== null && allLiteralsBlanked(norm)) this.shareLexically(lexKey, shared);
         return shared;
       }
     }
@@ -138,8 +148,13 @@ export class AnalysisCache {
       analysis.statements.every((s) => s.sessionEffects.length === 0 && s.refusal === undefined);
     if (shareable) {
       this.normalized.set(normKey, analysis);
-      if (lexKey !== null && allLiteralsBlanked(norm)) this.lexical.set(lexKey, analysis);
+      if (lexKey !== null && allLiteralsBlanked(norm)) this.shareLexically(lexKey, analysis);
     }
     return analysis;
+  }
+
+  private shareLexically(key: string, a: Analysis): void {
+    this.lexical.set(key, a);
+    this.literalFree.add(a);
   }
 }

@@ -20,6 +20,18 @@ const STRING_MARK = '\u0002';
  * Source: PostgreSQL 15 src/backend/parser/scan.l (standard_conforming_strings on).
  */
 export function lexicalKey(sql: string): string | null {
+  // The caches of one statement ask for the same text in turn: the last answer is kept.
+  if (sql === lastText) return lastKey;
+  const key = scan(sql);
+  lastText = sql;
+  lastKey = key;
+  return key;
+}
+
+let lastText: string | undefined;
+let lastKey: string | null = null;
+
+function scan(sql: string): string | null {
   if (!PLAIN.test(sql) || sql.includes('--') || sql.includes('/*')) return null;
   let out = '';
   let i = 0;

@@ -1,0 +1,90 @@
+// A session's last gate results by text: the same statement again, under the same state, is not analyzed or decided again.
+import type { Catalog } from '../catalog/types.js';
+import type { Config } from '../policy/config-schema.js';
+import { type WallSwitches, wallSwitches } from '../policy/wall-switches.js';
+import { rewrittenFor } from '../rewrite/rewrite-cache.js';
+import { lexicalKey } from '../sql/lexical-key.js';
+import type { SessionPaths } from './search-path-tracker.js';
+import type { GateResult, GateSession } from './statement-gate.js';
+
+type Allowed = GateResult & { ok: true };
+
+/** What a memoized result was decided under: every input of the gate that can change in a session. */
+interface Entry {
+  readonly result: Allowed;
+  readonly catalog: Catalog;
+  readonly config: Config;
+  readonly roles: readonly string[];
+  /** The tracker's paths() value (a new value whenever one of the four paths changes). */
+  readonly paths: SessionPaths;
+  readonly walls: WallSwitches;
+}
+
+/** Most texts a memo holds (each map); when full it starts over. */
+const MAX_ENTRIES = 64;
+
+/**
+ * The gate's allowed results of one session, by text (issue 18: the hot path decides pgbench's
+ * statement once, not once per execution). A result is served again only when everything the
+ * gate read to make it is the same value: the catalog, the policy, the roles, the four search
+ * paths, the test-only wall switches (database and connection kind are fixed per session).
+ * Only results whose statements have no session effect (no SET, PREPARE, EXECUTE, FETCH, …: those
+ * read or change the session's names) and change no catalog are kept; refusals never are.
+ * A text with the same lexical key (sql/lexical-key.ts: only literal values of the same length
+ * differ) shares the result when its analysis is one the analysis cache shares between such texts
+ * (AnalysisCache.sharedByLiterals); a rewritten text then gets the first one's edits applied to it, exactly
+ * as the rewrite cache does (rewrite-cache.ts `rewrittenFor`).
+ */
+export class GateMemo {
+  private readonly exact = new Map<string, Entry>();
+  private readonly lexical = new Map<string, Entry>();
+
+  /** The memoized result for `sql` now, or undefined (then the gate decides, and {@link keep}s it). */
+  get(sql: string, session: GateSession, catalog: Catalog): Allowed | undefined {
+    const hit = this.exact.get(sql);
+    if (hit) return current(hit, session, catalog) ? hit.result : undefined;
+    if (this.lexical.size === 0) return undefined;
+    const lex = lexicalKey(sql);
+    const family = lex === null ? undefined : this.lexical.get(lex);
+    if (!family || !current(family, session, catalog)) return undefined;
+    const sent = family.result.sent;
+    if (!sent) return family.result;
+    const again = rewrittenFor(sent, sql);
+    return again ? { ...family.result, sent: again } : undefined;
+  }
+
+  /**
+   * Remembers an allowed result of the gate for `sql`, decided with `catalog`, when it may be
+   * served again; `sharedByLiterals`: its analysis holds for every text of its lexical key.
+   */
+  keep(
+    sql: string,
+    session: GateSession,
+    catalog: Catalog,
+    result: Allowed,
+    sharedByLiterals: boolean,
+  ): void {
+    if (result.rest !== undefined || result.head !== undefined) return;
+    if (result.plans.some((p) => p.effects.length > 0 || p.changesCatalog)) return;
+    const entry: Entry = {
+      result,
+      catalog,
+      config: session.config,
+      roles: session.roles,
+      paths: session.paths.paths(),
+      walls: wallSwitches(),
+    };
+    if (this.exact.size >= MAX_ENTRIES) this.exact.clear();
+    this.exact.set(sql, entry);
+    if (!sharedByLiterals) return;
+    const lex = lexicalKey(sql);
+    if (lex === null) return;
+    if (this.lexical.size >= MAX_ENTRIES) this.lexical.clear();
+    this.lexical.set(lex, entry);
+  }
+}
+
+function current(e: Entry, session: GateSession, catalog: Catalog): boolean {
+  if (e.catalog !== catalog || e.config !== session.config || e.roles !== session.roles) return false;
+  return e.walls === wallSwitches() && e.paths === session.paths.paths();
+}
