@@ -309,6 +309,9 @@ export function referenceWork(i: number): number {
 }
 const REFERENCE_MAP = new Map<string, number>();
 
+/** Subject iterations run before measuring (six transactions each). */
+const WARM_UP = 3000;
+
 /** What one measurement found: the subject's time per iteration over the reference's, and both times. */
 export interface HotPathMeasurement {
   /** Median over the rounds of (subject ns per iteration) / (reference ns per iteration). */
@@ -320,19 +323,23 @@ export interface HotPathMeasurement {
   readonly rounds: number;
 }
 
+/** The subject and the reference of a measurement, warmed up (see {@link hotPathBench}). */
+export interface HotPathBench {
+  /** One measurement: `rounds` interleaved pairs of slices `sliceMs` of CPU time long. */
+  measure(opts?: { rounds?: number; sliceMs?: number }): HotPathMeasurement;
+}
+
 /**
- * Times the hot path against the reference, interleaved: each round runs one slice of each
- * (`sliceMs` long, the order alternating), and the ratio of the round is the subject's time per
- * iteration over the reference's. A subject iteration is one pgbench -S transaction in simple,
- * extended and prepared mode for `dba` and for `masked` (six transactions, six audit lines).
- * Times are CPU time, not wall time; what a busy machine still does to them (caches, frequency)
- * lands on both sides of a round alike, and the median over `rounds` drops the rounds it did not.
+ * Builds what {@link HotPathBench.measure} times and warms it up: the subject is one pgbench -S
+ * transaction in simple, extended and prepared mode for `dba` and for `masked` (six transactions,
+ * six audit lines); the reference is {@link referenceWork}. A measurement runs one slice of each
+ * per round (the order alternating), and the ratio of the round is the subject's time per
+ * iteration over the reference's. Times are this process's CPU time (getrusage), not wall time:
+ * time spent preempted by other processes on a shared machine is not counted; what a busy
+ * machine still does to them (caches, frequency) lands on both sides of a round alike, and the
+ * median over the rounds drops the rounds it did not.
  */
-export async function measureHotPath(
-  opts: { rounds?: number; sliceMs?: number } = {},
-): Promise<HotPathMeasurement> {
-  const rounds = opts.rounds ?? 21;
-  const sliceMs = opts.sliceMs ?? 10;
+export async function hotPathBench(): Promise<HotPathBench> {
   const worlds = [await hotPathWorld('dba'), await hotPathWorld('masked')];
   let t = 0;
   const subject = () => {
@@ -348,13 +355,10 @@ export async function measureHotPath(
   const reference = () => {
     sink += referenceWork(ri++);
   };
-  // Times are this process's CPU time (getrusage, µs): time spent preempted by other processes
-  // on a shared machine is not counted, as wall time would count it.
   const cpuNs = () => {
     const u = process.cpuUsage();
     return (u.user + u.system) * 1000;
   };
-  // Warm-up (JIT, caches), then iterations per slice from the warm-up's speed.
   const rate = (f: () => void, ms: number) => {
     let n = 0;
     const t0 = cpuNs();
@@ -364,32 +368,63 @@ export async function measureHotPath(
     }
     return n / ms;
   };
-  rate(subject, 200);
-  rate(reference, 100);
-  const nSub = Math.max(10, Math.round(rate(subject, 50) * sliceMs));
-  const nRef = Math.max(10, Math.round(rate(reference, 50) * sliceMs));
+  // The relay's code reaches its optimised tier only after a few thousand transactions.
+  for (let k = 0; k < WARM_UP; k++) subject();
+  for (let k = 0; k < WARM_UP * 10; k++) reference();
+  const subjectPerMs = rate(subject, 50);
+  const referencePerMs = rate(reference, 50);
   const time = (f: () => void, n: number) => {
     const t0 = cpuNs();
     for (let k = 0; k < n; k++) f();
     return (cpuNs() - t0) / n;
   };
-  const ratios: number[] = [];
-  const subs: number[] = [];
-  const refs: number[] = [];
-  for (let r = 0; r < rounds; r++) {
-    let s: number;
-    let f: number;
-    if (r % 2 === 0) {
-      s = time(subject, nSub);
-      f = time(reference, nRef);
-    } else {
-      f = time(reference, nRef);
-      s = time(subject, nSub);
-    }
-    ratios.push(s / f);
-    subs.push(s);
-    refs.push(f);
+  return {
+    measure(opts = {}) {
+      const rounds = opts.rounds ?? 21;
+      const sliceMs = opts.sliceMs ?? 10;
+      const nSub = Math.max(10, Math.round(subjectPerMs * sliceMs));
+      const nRef = Math.max(10, Math.round(referencePerMs * sliceMs));
+      const ratios: number[] = [];
+      const subs: number[] = [];
+      const refs: number[] = [];
+      for (let r = 0; r < rounds; r++) {
+        let s: number;
+        let f: number;
+        if (r % 2 === 0) {
+          s = time(subject, nSub);
+          f = time(reference, nRef);
+        } else {
+          f = time(reference, nRef);
+          s = time(subject, nSub);
+        }
+        ratios.push(s / f);
+        subs.push(s);
+        refs.push(f);
+      }
+      if (sink === Number.MIN_VALUE) process.stdout.write('');
+      return {
+        ratio: median(ratios),
+        subjectUs: median(subs) / 1000,
+        referenceUs: median(refs) / 1000,
+        rounds,
+      };
+    },
+  };
+}
+
+/**
+ * The guard's figure: the lowest ratio of `tries` measurements of one warmed-up bench (noise on a
+ * shared machine only ever slows a measurement; a slower hot path slows them all).
+ */
+export async function bestHotPath(
+  tries = 3,
+  opts: { rounds?: number; sliceMs?: number } = {},
+): Promise<HotPathMeasurement> {
+  const bench = await hotPathBench();
+  let best: HotPathMeasurement | undefined;
+  for (let i = 0; i < tries; i++) {
+    const m = bench.measure(opts);
+    if (!best || m.ratio < best.ratio) best = m;
   }
-  if (sink === Number.MIN_VALUE) process.stdout.write('');
-  return { ratio: median(ratios), subjectUs: median(subs) / 1000, referenceUs: median(refs) / 1000, rounds };
+  return best as HotPathMeasurement;
 }
