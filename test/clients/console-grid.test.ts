@@ -291,6 +291,28 @@ describe('web console', () => {
     await context.close();
   });
 
+  test('the grid is usable from the keyboard: Enter folds a tree row, arrows change a cell', async () => {
+    const { context, page } = await newPage();
+    await login(page, 'dba');
+    await page.goto(`${base}/console/#/roles/support`);
+    const toggle = page.getByRole('button', { name: 'Collapse demo.public.orgs' });
+    await toggle.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('button', { name: 'Expand demo.public.orgs' }).waitFor();
+    expect(await page.getByLabel('SEE on demo.public.orgs.secret').count()).toBe(0);
+    // Focus stays on the toggle, so Enter opens it again.
+    await page.keyboard.press('Enter');
+    const cell = page.getByLabel('INSERT on demo.public.orgs.name', { exact: true });
+    await cell.waitFor();
+    await cell.focus();
+    await page.keyboard.press('ArrowDown');
+    await expect.poll(() => cell.inputValue()).toBe('allow');
+    expect(await page.getByRole('status').filter({ hasText: 'not saved yet' }).textContent()).toContain(
+      '1 change not saved yet',
+    );
+    await context.close();
+  });
+
   test('screenshots of each page at 1280×800 and 390 px wide, light and dark', async () => {
     const pages: [string, string, ((p: Page) => Promise<void>)?][] = [
       ['home', '#/'],
