@@ -332,9 +332,20 @@ export class ClientSession {
       this.terminate(fatal('28000', message));
       return;
     }
+    if (this.managedDatabase && next !== this.policy) {
+      // The new policy's statements may need the grants its sync brings: decide under it only
+      // once the sync is done (catalogNow answers undefined meanwhile, and catalog() waits).
+      const settling = this.ctx.managed.settled(this.database).then(() => {
+        if (this.policySettling === settling) this.policySettling = undefined;
+      });
+      this.policySettling = settling;
+    }
     this.policy = next;
     this.roles = r.roles;
   }
+
+  /** Set while a reload's grant sync runs under `roles: managed`: statements wait for it. */
+  private policySettling: Promise<void> | undefined;
 
   /** Whether `database` is under `roles: managed` (set when the session started). */
   private managedDatabase = false;
@@ -615,6 +626,7 @@ export class ClientSession {
         rewrites: this.ctx.rewrites,
         ...(this.ctx.walls ? { walls: this.ctx.walls } : {}),
         catalog: async (refresh) => {
+          if (this.policySettling) await this.policySettling;
           this.dropStaleOwnCatalog(database);
           // At most one refresh a second per database: unknown names must not drive catalog reads.
           if (refresh && this.ctx.catalogs.refresh(database, CATALOG_REFRESH_MIN_MS))
@@ -637,6 +649,7 @@ export class ClientSession {
           }
         },
         catalogNow: () => {
+          if (this.policySettling) return undefined;
           this.dropStaleOwnCatalog(database);
           if (this.ownCatalog) return this.ownCatalog;
           return this.changedInTx ? undefined : this.ctx.catalogs.peek(database);

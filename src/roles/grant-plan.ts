@@ -42,6 +42,13 @@ export function isUnmanagedSchema(schema: string): boolean {
   );
 }
 
+/**
+ * The system columns of every relation but a view (PostgreSQL 15 docs 5.5 "System Columns"): they
+ * carry no column value, and the analysis decides them like any column (`tableoid` of a table with
+ * children is a compute use of its partition key).
+ */
+const SYSTEM_COLUMNS: readonly string[] = ['tableoid', 'xmin', 'cmin', 'xmax', 'cmax', 'ctid'];
+
 /** What {@link planGrants} needs. */
 export interface GrantPlanInput {
   readonly config: Config;
@@ -98,7 +105,8 @@ function qualified(rel: CatalogRelation): string {
  * The privileges the login of `input.roles` should hold on `input.catalog` (issue 17 "Grants
  * derived from the rules"), each granted exactly when the decision allows the plainest statement
  * that needs it, unmasked (asked for all columns at once, then column by column when refused):
- * - SELECT on column c: `SELECT c FROM t` (so never on a column without SEE: it is masked);
+ * - SELECT on column c: `SELECT c FROM t` (so never on a column without SEE: it is masked); on a
+ *   system column (`ctid`, `tableoid`, …) of a relation some column of which is granted, the same;
  * - INSERT on c: `INSERT INTO t (c) VALUES (NULL)`; UPDATE on c: `UPDATE t SET c = NULL` (writes
  *   the decision refuses, such as into a hidden column under a unique constraint, get nothing);
  *   not on views (their rules are not written as views') nor materialized views;
@@ -118,9 +126,14 @@ export function planGrants(input: GrantPlanInput): Set<PrivilegeKey> {
     const t = qualified(rel);
     const names = rel.columns.map((c) => c.name);
     const list = (cols: readonly string[]) => cols.map((c) => pg.escapeIdentifier(c)).join(', ');
-    const granted: [ColumnPrivilege, string[]][] = [
-      ['SELECT', allowedColumns(names, (cols) => `SELECT ${list(cols)} FROM ${t}`, input)],
-    ];
+    const selected = allowedColumns(names, (cols) => `SELECT ${list(cols)} FROM ${t}`, input);
+    // System columns are columns to PostgreSQL's privileges too (pg_attribute rows with attnum < 0):
+    // a login holding SELECT on some columns only may read `ctid` or `tableoid` just when granted them.
+    if (selected.length > 0 && rel.kind !== 'view')
+      selected.push(
+        ...allowedColumns(SYSTEM_COLUMNS, (cols) => `SELECT ${cols.join(', ')} FROM ${t}`, input),
+      );
+    const granted: [ColumnPrivilege, string[]][] = [['SELECT', selected]];
     if (rel.kind !== 'matview' && rel.kind !== 'view') {
       granted.push([
         'INSERT',

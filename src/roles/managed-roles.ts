@@ -250,6 +250,15 @@ export class ManagedRoles {
     else state.inUse.set(login, n);
   }
 
+  /**
+   * Resolves when the last reload's work on `database` (roles, retirements, grant sync) is done,
+   * failed or not: open sessions wait for it before deciding under the new policy, whose statements
+   * may need the grants it brings. Resolved at once for a database that is not managed.
+   */
+  settled(database: string): Promise<void> {
+    return this.dbs.get(database)?.settled ?? Promise.resolve();
+  }
+
   /** Whether new sessions on `database` are refused now, and why (for tests and /readyz). */
   failureOf(database: string): string | undefined {
     return this.dbs.get(database)?.failure;

@@ -1,5 +1,5 @@
 // The pgwarden command: exit code 2 on a bad config, superuser warning, SIGHUP reload, no TLS, SIGTERM, passwd, demo.
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -7,7 +7,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, test } from 'vitest';
 import YAML from 'yaml';
-import { freePort } from '../../src/embedded/postgres.js';
+import { cleanEnv, startDemo } from '../helpers/demo-process.js';
 import { demoConfigObject, testEnv } from '../helpers/proxy.js';
 import { BIN, duplicateJsonKeys, serveProcess } from '../helpers/serve-process.js';
 
@@ -151,35 +151,11 @@ describe('pgwarden passwd', () => {
   });
 });
 
-/** The environment without any PGWARDEN_ variable: what a new shell has. */
-function cleanEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PGWARDEN_')));
-}
-
 describe('pgwarden demo (npm start)', () => {
   test('records its ports where the demo config reads them, logs pretty only, and Ctrl-C exits 0 removing the record', async () => {
-    const data = path.join(dir, 'demo-data');
-    const record = path.join(dir, 'demo.env');
-    fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
-    fs.chmodSync(dir, 0o755);
-    const port = await freePort();
-    const child = spawn(
-      process.execPath,
-      [BIN, 'demo', '--data', data, '--listen', `127.0.0.1:${port}`, '--record', record],
-      { stdio: ['ignore', 'pipe', 'pipe'], env: cleanEnv() },
-    );
-    let out = '';
-    let err = '';
-    child.stdout?.on('data', (d: Buffer) => {
-      out += d.toString();
-    });
-    child.stderr?.on('data', (d: Buffer) => {
-      err += d.toString();
-    });
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    const deadline = Date.now() + 60_000;
-    while (!out.includes('Ctrl-C stops') && Date.now() < deadline)
-      await new Promise((r) => setTimeout(r, 100));
+    const demo = await startDemo(dir);
+    const { port, record } = demo;
+    const out = demo.out();
     expect(out).toContain(`psql "postgres://alice:alice@127.0.0.1:${port}/demo"`);
     const demoConfig = path.resolve(BIN, '../../examples/demo/pgwarden.yaml');
     expect(out).toContain(`PGWARDEN_API_KEY=agent-demo-token node ${BIN} mcp --config ${demoConfig}`);
@@ -224,9 +200,9 @@ describe('pgwarden demo (npm start)', () => {
       body: JSON.stringify({ user: 'dba', password: 'dba' }),
     });
     expect(dba.status).toBe(200);
-    child.kill('SIGINT');
-    expect(await exited).toBe(0);
+    expect(await demo.stop()).toBe(0);
     expect(fs.existsSync(record)).toBe(false);
+    const err = demo.err();
 
     // One format: every log line pretty, the audit lines of both statements too.
     const lines = err.split('\n').filter((l) => l.trim() !== '');

@@ -3,10 +3,12 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { demoConfigObject, startTestProxy, type TestProxy } from '../helpers/proxy.js';
 
+/** The demo config with the demo's own role names (no test prefix). */
 function managedDemo(): Record<string, unknown> {
   const cfg = demoConfigObject();
   const dbs = cfg.databases as Record<string, Record<string, unknown>>;
-  (dbs.demo as Record<string, unknown>).roles = 'managed';
+  expect(dbs.demo?.roles).toBe('managed');
+  delete dbs.demo?.role_prefix;
   return cfg;
 }
 

@@ -10,12 +10,23 @@ import { type LoadedConfig, parseConfig } from '../../src/policy/config-load.js'
 import type { WallSwitches } from '../../src/policy/wall-switches.js';
 import { type ProxyServer, startProxy } from '../../src/proxy/server.js';
 
-/** The demo config as a plain object, pointed at the test PostgreSQL, listening on a free port. */
+let workspaces = 0;
+
+/**
+ * The demo config as a plain object, pointed at the test PostgreSQL, listening on a free port.
+ * Its `roles: managed` database gets a `role_prefix` of its own (`t<pid>x<n>_`): suites run side
+ * by side on one cluster, each proxy with its own rules, and two proxies syncing one set login's
+ * grants to different rules would undo each other (a prefix is how several workspaces share a
+ * cluster, README "Managed roles"). Delete it to test the demo's own role names.
+ */
 export function demoConfigObject(): Record<string, unknown> {
   const raw = YAML.parse(fs.readFileSync(path.join(DEMO_DIR, 'pgwarden.yaml'), 'utf8')) as Record<
     string,
     unknown
   >;
+  workspaces++;
+  for (const db of Object.values(raw.databases as Record<string, Record<string, unknown>>))
+    if (db.roles === 'managed') db.role_prefix = `t${process.pid}x${workspaces}_`;
   raw.listen = '127.0.0.1:0';
   // The tests pass their environment explicitly (testEnv), never a running demo's recorded ports.
   delete raw.env_file;

@@ -115,6 +115,7 @@ function argType(
     });
     return same ?? (quoted ? catalog.types?.get('pg_catalog._text') : undefined) ?? SOME_ARRAY;
   }
+  if (k === 'FuncCall') return callResultType(catalog, path, b);
   if (k === 'ColumnRef') {
     try {
       const r = resolveColumnRef(scope, b, loc(b));
@@ -127,6 +128,29 @@ function argType(
     } catch {
       return undefined;
     }
+  }
+  return undefined;
+}
+
+/** Pseudo-types a result type may be that depend on the arguments (any…, record, void and the like: below 16384, typtype p). */
+const PSEUDO_RESULTS = new Set([2249, 2276, 2277, 2283, 2776, 3831, 4537, 4538, 5077, 5078, 5079, 5080]);
+
+/**
+ * The result type of a nested call when every overload of its name (by the search path, pg_catalog
+ * first) taking as many arguments returns the same non-polymorphic type: `current_schemas(true)` is
+ * `name[]`. Else undefined (the analysis does not guess which overload Postgres picks).
+ */
+function callResultType(catalog: Catalog, path: readonly string[], call: Obj): CatalogType | undefined {
+  const parts = names(call.funcname);
+  const name = parts[parts.length - 1] ?? '';
+  const schemas = parts.length >= 2 ? [parts[parts.length - 2] as string] : effectivePath(path);
+  for (const s of schemas) {
+    const overloads = catalog.functions.get(`${s}.${name}`);
+    if (!overloads) continue;
+    const same = overloads.filter((f) => f.argTypes.length === list(call.args).length);
+    const r = same[0]?.returnType;
+    if (r === undefined || PSEUDO_RESULTS.has(r) || same.some((f) => f.returnType !== r)) return undefined;
+    return typeByOid(catalog, r);
   }
   return undefined;
 }

@@ -27,7 +27,6 @@ describe('writes that read hidden columns', () => {
 
   test('bob: RETURNING of a written hidden column is masked', async () => {
     for (const sql of [
-      "insert into users (id, name) values (1, 'x') on conflict (id) do update set email = excluded.email returning email",
       'update users set email = default where id = 1 returning email',
       'update users u set name = v.name from users v where v.id = u.id and u.id = 1 returning v.email',
       "with w as (update users set email = 'x@y' where id = 1 returning email) select * from w",
@@ -35,5 +34,13 @@ describe('writes that read hidden columns', () => {
       const r = await inRollback(users.bob, sql);
       expect(r).toEqual({ code: 'ok', rows: [{ email: '*****' }] });
     }
+  });
+
+  test('bob: ON CONFLICT DO UPDATE reading excluded.<hidden column> fails upstream under roles: managed', async () => {
+    // PostgreSQL needs SELECT on a column whose `excluded` value an ON CONFLICT DO UPDATE reads, and
+    // a set login never holds SELECT on a column without SEE (README "Managed roles", limits).
+    const sql =
+      "insert into users (id, name) values (1, 'x') on conflict (id) do update set email = excluded.email returning email";
+    expect(await inRollback(users.bob, sql)).toEqual({ code: '42501', rows: [] });
   });
 });

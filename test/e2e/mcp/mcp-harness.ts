@@ -153,7 +153,8 @@ export async function startHttpChild(file: string): Promise<HttpServerChild> {
   const logs = new LogLines();
   child.stderr?.on('data', (d: Buffer) => logs.push(d));
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
-  await logs.waitFor((l) => l.event === 'mcp-listening');
+  // Under roles: managed the start syncs grants first: slow on a loaded machine.
+  await logs.waitFor((l) => l.event === 'mcp-listening', 60_000);
   return {
     child,
     url: `http://127.0.0.1:${port}/mcp`,
