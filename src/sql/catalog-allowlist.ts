@@ -155,3 +155,21 @@ export function catalogRelationDenial(schema: string, name: string): string | nu
   if (schema === 'information_schema' && !DENIED_INFORMATION_SCHEMA.has(name)) return null;
   return `catalog relation ${schema}.${name}`;
 }
+
+/**
+ * The schema pgwarden keeps for itself in an upstream database: the policy store's tables and
+ * `role_set_logins`, which holds the set logins' passwords (roles/bookkeeping.ts,
+ * policy/policy-migrations.ts).
+ */
+export const PGWARDEN_SCHEMA = 'pgwarden';
+
+/**
+ * Whether a reference to a relation (or a column of one) in schema `schema` needs MANAGE whatever
+ * the table rules say (a rule on `*` matches schema `pgwarden` too). Output: null when not, else the
+ * requirement reason naming the schema.
+ */
+export function ownSchemaDenial(schema: string): string | null {
+  return schema === PGWARDEN_SCHEMA
+    ? `schema ${PGWARDEN_SCHEMA} (pgwarden's own tables: the policy store and the set logins' passwords)`
+    : null;
+}

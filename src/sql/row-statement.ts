@@ -1,7 +1,12 @@
 // A row statement (SELECT, INSERT, UPDATE, DELETE, MERGE): the query analysis's result, converted and checked against the allowlists.
 
 import type { ColumnUse, Requirement, StatementAnalysis } from './analysis-types.js';
-import { CATALOG_SCHEMAS, catalogColumnDenial, catalogRelationDenial } from './catalog-allowlist.js';
+import {
+  CATALOG_SCHEMAS,
+  catalogColumnDenial,
+  catalogRelationDenial,
+  ownSchemaDenial,
+} from './catalog-allowlist.js';
 import { checkFunction } from './function-allowlist.js';
 import type { RowNodeType } from './query-analyzer.js';
 import { analyzeSetConfigCalls } from './set-config.js';
@@ -31,6 +36,8 @@ function pushUnique(list: Requirement[], r: Requirement): void {
  * - requirements and column uses on catalog relations (pg_catalog, information_schema) dropped —
  *   policies have no rules for them; the catalog allowlist governs them instead, adding MANAGE
  *   (`catalog relation pg_catalog.pg_stats`) for a relation it does not list;
+ * - MANAGE (`schema pgwarden (…)`) for any reference into pgwarden's own schema, whatever the
+ *   rules say (the policy store and the set logins' passwords live there);
  * - MANAGE (`function pg_catalog.pg_read_file`) for each called function outside the function
  *   allowlist; set_config decided by its arguments (set-config.ts), search_path changes as
  *   session effects.
@@ -84,11 +91,17 @@ export function analyzeRowStatement(
         );
       continue;
     }
-    pushUnique(requirements, r.location === undefined ? r : { ...r, location: toChar(r.location) });
+    const at = r.location === undefined ? undefined : toChar(r.location);
+    const own = r.object.level === 'database' ? null : ownSchemaDenial(r.object.schema);
+    if (own) pushUnique(requirements, manageRequirement(ctx, own, at ?? ctx.location));
+    pushUnique(requirements, at === undefined ? r : { ...r, location: at });
   }
   const uses: ColumnUse[] = [];
   for (const u of result.uses) {
     if (CATALOG_SCHEMAS.has(u.schema)) continue;
+    // A view's body reaching into schema pgwarden: its base columns are the statement's uses.
+    const own = ownSchemaDenial(u.schema);
+    if (own) pushUnique(requirements, manageRequirement(ctx, own, toChar(u.location)));
     uses.push({ ...u, location: toChar(u.location) });
   }
   const functions = result.functions.map((f) => ({ ...f, location: toChar(f.location) }));
