@@ -1,8 +1,9 @@
 // Schema pgwarden (the policy store, the set logins' passwords) is MANAGE only, whatever the rules say, and set logins hold nothing on it upstream.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
-import { ownerClient } from '../helpers/proxy-fixture.js';
+import { ensureBookkeeping } from '../../src/roles/bookkeeping.js';
 import { demoConfigObject, startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { ownerClient } from '../helpers/proxy-fixture.js';
 
 /** The demo config in `mode`, where alice's role allows every row action and SEE on everything, schema pgwarden named too. */
 function allowEverything(mode: 'managed' | 'single'): Record<string, unknown> {
@@ -40,7 +41,9 @@ const STATEMENTS = [
 const owner = { c: undefined as pg.Client | undefined };
 beforeAll(async () => {
   owner.c = await ownerClient();
-  // A view in public whose body reads schema pgwarden (made behind pgwarden's back).
+  // The table a managed proxy makes at start, made now for the view below.
+  await ensureBookkeeping(owner.c);
+  // A view in another schema whose body reads schema pgwarden (made behind pgwarden's back).
   await owner.c.query(
     'create schema if not exists own_schema_probe; create or replace view own_schema_probe.set_login_names as select login, password from pgwarden.role_set_logins',
   );
@@ -73,7 +76,9 @@ for (const mode of ['managed', 'single'] as const) {
         );
         await alice.query('rollback to savepoint s');
         expect(e?.code).toBe('42501');
-        expect(e?.message).toMatch(/^permission denied for database demo: schema pgwarden \(pgwarden's own tables/);
+        expect(e?.message).toMatch(
+          /^permission denied for database demo: schema pgwarden \(pgwarden's own tables/,
+        );
       });
     }
 
@@ -90,15 +95,17 @@ for (const mode of ['managed', 'single'] as const) {
     });
 
     test('alice may still read the tables of the database', async () => {
-      expect((await alice.query('select ssn from users where id = 1')).rows).toEqual([{ ssn: '901-13-7919' }]);
+      expect((await alice.query('select ssn from users where id = 1')).rows).toEqual([
+        { ssn: '901-13-7919' },
+      ]);
     });
 
     test('dba (MANAGE) may read it', async () => {
       const dba = await proxy.client('dba');
       try {
-        expect((await dba.query('select count(*)::int >= 0 as ok from pgwarden.role_set_logins')).rows).toEqual([
-          { ok: true },
-        ]);
+        expect(
+          (await dba.query('select count(*)::int >= 0 as ok from pgwarden.role_set_logins')).rows,
+        ).toEqual([{ ok: true }]);
       } finally {
         await dba.end();
       }
@@ -115,7 +122,9 @@ describe('the third wall: set logins hold no privilege on schema pgwarden', () =
       await alice.end();
       const c = owner.c as pg.Client;
       const logins = (
-        await c.query<{ login: string; password: string }>('select login, password from pgwarden.role_set_logins')
+        await c.query<{ login: string; password: string }>(
+          'select login, password from pgwarden.role_set_logins',
+        )
       ).rows;
       expect(logins.map((l) => l.login)).toContain(login);
       for (const { login: l } of logins) {

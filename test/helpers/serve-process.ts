@@ -66,7 +66,9 @@ export async function serveProcess(
       await new Promise((r) => setTimeout(r, 50));
     }
   };
-  await waitFor((l) => l.event === 'listening');
+  // Starting node takes 7-9 s on a machine loaded 15 times over, and roles: managed syncs grants
+  // before listening: the start is not what these suites time.
+  await waitFor((l) => l.event === 'listening', 60_000);
   return { child, lines, raw, port, waitFor, exited };
 }
 
