@@ -22,9 +22,34 @@ export interface Served {
   exited: Promise<number | null>;
 }
 
+/** How long a child that did not start gets after SIGTERM before SIGKILL (ms). */
+export const KILL_GRACE_MS = 2000;
+
+/**
+ * Stops `child`: SIGTERM, then SIGKILL when it has not exited after {@link KILL_GRACE_MS}.
+ * Resolves once it has exited (at once when it already had).
+ */
+export async function stopChild(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const killed = new Promise<void>((r) => {
+    timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      r();
+    }, KILL_GRACE_MS);
+  });
+  await Promise.race([exited, killed]);
+  clearTimeout(timer);
+  await exited;
+}
+
 /**
  * Writes `cfg` (its `listen` set to a free port) to `file`, spawns `pgwarden serve --config file
- * …args`, and resolves once the proxy logs `listening`. The caller kills the child.
+ * …args`, and resolves once the proxy logs `listening`. The caller kills the child. When it does
+ * not get there (the wait times out, the child exits first), the child is stopped here (SIGTERM,
+ * then SIGKILL after {@link KILL_GRACE_MS}) before the error is thrown, so no `pgwarden serve` is
+ * left orphaned.
  */
 export async function serveProcess(
   cfg: Record<string, unknown>,
@@ -68,7 +93,16 @@ export async function serveProcess(
   };
   // Starting node takes 7-9 s on a machine loaded 15 times over, and roles: managed syncs grants
   // before listening: the start is not what these suites time.
-  await waitFor((l) => l.event === 'listening', 60_000);
+  const listening = waitFor((l) => l.event === 'listening', 60_000);
+  listening.catch(() => {});
+  try {
+    const outcome = await Promise.race([listening.then(() => 'listening'), exited.then((code) => code)]);
+    if (outcome !== 'listening')
+      throw new Error(`pgwarden serve exited (${outcome}) before listening; got ${JSON.stringify(lines)}`);
+  } catch (e) {
+    await stopChild(child, exited);
+    throw e;
+  }
   return { child, lines, raw, port, waitFor, exited };
 }
 
