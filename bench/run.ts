@@ -10,6 +10,7 @@ import type { AnalysisCacheStats } from '../src/sql/analysis-cache.js';
 import { benchAnalysis } from './analysis.js';
 import { benchConnections, type ConnectionResults } from './connections.js';
 import { benchLarge } from './large.js';
+import { benchMcp, type McpResults, renderMcpMarkdown } from './mcp.js';
 import { type Endpoint, pgbench } from './pgbench.js';
 import { ask, type Child, cpuNs, spawnChild, waitForPort } from './procs.js';
 import { type CacheRow, type LargeRow, type PgbenchRow, type Results, renderMarkdown } from './report.js';
@@ -41,7 +42,7 @@ const numArg = (name: string, dflt: number): number => {
 const ROUNDS = numArg('--rounds', 3);
 const SECONDS = numArg('--seconds', 4);
 const CONNECTIONS = numArg('--connections', 1000);
-/** `--only pgbench,syscalls,large,connections,analysis`: run only these sections (default all). */
+/** `--only pgbench,syscalls,large,connections,analysis,mcp`: run only these sections (default all). */
 const onlyArg = argv.includes('--only') ? argv[argv.indexOf('--only') + 1] : undefined;
 const only = onlyArg ? new Set(onlyArg.split(',')) : undefined;
 const want = (section: string) => only === undefined || only.has(section);
@@ -338,6 +339,13 @@ async function main(): Promise<void> {
       await connProc.stop();
     }
 
+    // 5. MCP tool calls (bench/mcp.ts): the SDK client over stdio and HTTP, on the demo database.
+    let mcp: McpResults | undefined;
+    if (want('mcp')) {
+      log('MCP tool calls');
+      mcp = await benchMcp({ server: db.server, workDir, calls: quick ? 100 : 200, log });
+    }
+
     const results: Results = {
       machine: {
         date: new Date().toISOString(),
@@ -367,14 +375,14 @@ async function main(): Promise<void> {
       connections,
     };
     results.run.seconds = Math.round((Date.now() - started) / 1000);
-    const md = renderMarkdown(results);
+    const md = mcp ? `${renderMarkdown(results)}\n${renderMcpMarkdown(mcp)}` : renderMarkdown(results);
     process.stdout.write(`${md}\n`);
     const outDir = path.join(BENCH_DIR, 'results');
     fs.mkdirSync(outDir, { recursive: true });
     fs.writeFileSync(path.join(outDir, quick ? 'latest-quick.md' : 'latest.md'), `${md}\n`);
     fs.writeFileSync(
       path.join(BENCH_DIR, quick ? 'results-quick.json' : 'results.json'),
-      `${JSON.stringify(results, null, 2)}\n`,
+      `${JSON.stringify(mcp ? { ...results, mcp } : results, null, 2)}\n`,
     );
     log(`done in ${results.run.seconds} s`);
     ok = true;

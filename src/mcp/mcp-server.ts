@@ -71,7 +71,13 @@ export async function startMcpServer(
   }
   const proxy = await startProxy(initial, logger, { connection: 'mcp', listen: '127.0.0.1:0' });
   const pools = new ProxyPools({ host: '127.0.0.1', port: proxy.address.port, logger });
-  const shared = { config: () => current.config, pools, logger, version: opts.version };
+  const shared = {
+    config: () => current.config,
+    pools,
+    logger,
+    version: opts.version,
+    catalog: (database: string, refresh?: boolean) => proxy.catalog(database, { refresh: refresh === true }),
+  };
 
   let endpoint: HttpEndpoint | undefined;
   let ended: Promise<void>;

@@ -1,13 +1,14 @@
-// list_tables and describe_table: the catalog read through the proxy as the key, judged by the policy's own decide().
+// list_tables and describe_table: the proxy's shared catalog, judged by the policy's own decide(); keys read through the proxy as the key.
 import type pg from 'pg';
-import { readCatalog } from '../catalog/read-catalog.js';
 import { type Catalog, type CatalogRelation, catalogKey, type RelationKind } from '../catalog/types.js';
 import type { Config } from '../policy/config-schema.js';
 import { decide } from '../policy/decide.js';
 import { checkAction } from '../policy/rule-match.js';
+import { CatalogUnavailable } from '../proxy/catalog-source.js';
 import { analyze, loadParser } from '../sql/analyze.js';
 import { majorOfServerVersion } from '../sql/parser.js';
 import type { McpIdentity } from './api-key-auth.js';
+import type { PoolEntry } from './proxy-pools.js';
 import { ToolFailure } from './tool-errors.js';
 
 /** Schemas that are not the caller's data: the system catalog, TOAST and temporary schemas. */
@@ -70,23 +71,32 @@ function quoteIdent(s: string): string {
 }
 
 /**
- * Reads the catalog on `client`, a pooled connection to the proxy's listener logged in as the key:
- * the reads are statements the proxy analyzes, decides (catalog relations are on its allowlist) and
- * audits like any other. Rejects with the proxy's error (pg DatabaseError), or ToolFailure 42501 when
- * the catalog's names come back masked for this key.
+ * Where the tools get a catalog: the proxy's shared one (ProxyServer.catalog), `refresh` asking for a
+ * fresh read as a statement naming an unknown relation does.
  */
-export async function readCatalogThroughProxy(client: pg.ClientBase): Promise<Catalog> {
-  // Through the proxy as the key: no lock check (pg_locks needs MANAGE), the read is its own.
-  const catalog = await readCatalog(client, 1, undefined, { throughProxy: true });
-  // Catalog columns are never hidden (hidden-columns.ts); should names ever come back masked, say
-  // so rather than list nothing.
-  if ([...catalog.relations.values()].some((r) => r.name === '*****' || r.schema === '*****'))
-    throw new ToolFailure(
-      '42501',
-      'the system catalog comes back masked for this API key, so its tables cannot be listed or described',
-      undefined,
-      'Query the tables you know with execute_query.',
-    );
+export type CatalogSourceFn = (database: string, refresh?: boolean) => Promise<Catalog>;
+
+/**
+ * The catalog list_tables and describe_table read: the proxy's shared catalog of `database`, the one
+ * the key's own statements are analyzed under (same relations, columns, default search_path and
+ * version), read on the proxy's catalog connection once per version — not re-read per call (issue
+ * 18). What it holds is what any login reads from the system catalog (pg_class, pg_attribute: no
+ * privilege filters them); what a key may see of it is decided per call by listTables and
+ * columnVisibility, and describeTable's read through the proxy. Loads the parser of the server's
+ * major. Rejects with ToolFailure 57P03/58000 when the catalog cannot be read now.
+ */
+export async function sharedCatalog(
+  source: CatalogSourceFn,
+  database: string,
+  refresh = false,
+): Promise<Catalog> {
+  let catalog: Catalog;
+  try {
+    catalog = await source(database, refresh);
+  } catch (e) {
+    if (e instanceof CatalogUnavailable) throw new ToolFailure(e.sqlstate, e.message);
+    throw e;
+  }
   await loadParser(majorOfServerVersion(catalog.serverVersionNum));
   return catalog;
 }
@@ -119,17 +129,24 @@ export function listTables(
   return out.sort((a, b) => a.schema.localeCompare(b.schema) || a.name.localeCompare(b.name));
 }
 
+/** The relation {@link findRelation} finds, or undefined (a sequence is not one). Pure. */
+export function relationNamed(catalog: Catalog, table: string, schema?: string): CatalogRelation | undefined {
+  const schemas = schema !== undefined ? [schema] : catalog.defaultSearchPath;
+  for (const s of schemas) {
+    const rel = catalog.relations.get(catalogKey(s, table));
+    if (rel && rel.kind !== 'sequence') return rel;
+  }
+  return undefined;
+}
+
 /**
  * Finds `table` in `schema`, or (no schema given) in the first schema of the upstream login's
  * default search_path that has it, as an unqualified name would resolve. Throws ToolFailure 42P01
  * (undefined_table) when there is none.
  */
 export function findRelation(catalog: Catalog, table: string, schema?: string): CatalogRelation {
-  const schemas = schema !== undefined ? [schema] : catalog.defaultSearchPath;
-  for (const s of schemas) {
-    const rel = catalog.relations.get(catalogKey(s, table));
-    if (rel && rel.kind !== 'sequence') return rel;
-  }
+  const rel = relationNamed(catalog, table, schema);
+  if (rel) return rel;
   const shown = schema !== undefined ? `${schema}.${table}` : table;
   throw new ToolFailure('42P01', `relation "${shown}" does not exist`);
 }
@@ -137,9 +154,9 @@ export function findRelation(catalog: Catalog, table: string, schema?: string): 
 /**
  * Whether each column of `rel` comes back masked, or is refused, for `identity`: for each column
  * the decision itself — `decide()` on `analyze('SELECT "<column>" FROM "<schema>"."<table>"')`, over
- * the catalog read through the proxy — exactly what the proxy's session computes for that statement
+ * the shared catalog the proxy's session analyzes under — exactly what the proxy's session computes for that statement
  * (SEE rules, generated columns over hidden ones, columns a view passes up from a hidden base column).
- * Pure given the catalog; the parser must be loaded ({@link readCatalogThroughProxy} does).
+ * Pure given the catalog; the parser must be loaded ({@link sharedCatalog} does).
  */
 export function columnVisibility(
   config: Config,
@@ -192,13 +209,44 @@ SELECT c.conname::text AS name, c.contype::text AS contype,
  ORDER BY c.contype, c.conname`;
 
 /**
- * describe_table: first `SELECT FROM <table> LIMIT 0` through the proxy — a table the key may not
- * SELECT is refused there, with the proxy's own message (42501) — then the relation's keys read
- * through the proxy (pg_constraint), and each column's masking from {@link columnVisibility}.
+ * What describe_table found through a pool's sessions, per relation OID: its keys (CONSTRAINTS_SQL
+ * rows, read through the proxy as the key) and its description, for one version of the shared
+ * catalog and one config (the description is a function of the catalog, the config, the key's roles
+ * and the keys read). Found again once the catalog's version moves (DDL through pgwarden, the TTL),
+ * as the proxy reads its catalog again, or the config changes. Per pool, so per key (a reload also
+ * closes the pools).
+ */
+const described = new WeakMap<
+  PoolEntry,
+  {
+    readonly version: number;
+    readonly config: Config;
+    readonly roles: string;
+    readonly byOid: Map<number, TableDescription>;
+  }
+>();
+
+function describedFor(entry: PoolEntry, catalog: Catalog, config: Config, identity: McpIdentity) {
+  const roles = identity.roles.join('\u0000');
+  let d = described.get(entry);
+  if (d?.version !== catalog.version || d.config !== config || d.roles !== roles) {
+    d = { version: catalog.version, config, roles, byOid: new Map() };
+    described.set(entry, d);
+  }
+  return d.byOid;
+}
+
+/**
+ * describe_table: first `SELECT FROM <table> LIMIT 0` through the proxy on every call — a table the
+ * key may not SELECT is refused there, with the proxy's own message (42501) — then the relation's
+ * keys (pg_constraint, read through the proxy as the key) and each column's masking from
+ * {@link columnVisibility}, both found once per pool, catalog version and config (see `described`).
+ * `catalog` is the shared one ({@link sharedCatalog}).
  * Rejects with the proxy's error, or ToolFailure 42P01 for an unknown relation.
  */
 export async function describeTable(
   client: pg.ClientBase,
+  entry: PoolEntry,
   config: Config,
   identity: McpIdentity,
   database: string,
@@ -207,11 +255,15 @@ export async function describeTable(
   schema?: string,
 ): Promise<TableDescription> {
   const rel = findRelation(catalog, table, schema);
+  // Every call: the key's own statement, decided (and audited) by the proxy.
   await client.query(`SELECT FROM ${quoteIdent(rel.schema)}.${quoteIdent(rel.name)} LIMIT 0`);
+  const known = describedFor(entry, catalog, config, identity);
+  const hit = known.get(rel.oid);
+  if (hit) return hit;
   const constraints = (await client.query<ConstraintRow>(CONSTRAINTS_SQL, [rel.oid])).rows;
   const primary = constraints.find((c) => c.contype === 'p')?.cols ?? [];
   const visibility = columnVisibility(config, identity, database, catalog, rel);
-  return {
+  const description: TableDescription = {
     database,
     schema: rel.schema,
     table: rel.name,
@@ -238,4 +290,6 @@ export async function describeTable(
         references: { schema: c.ref_schema ?? '', table: c.ref_table ?? '', columns: c.ref_cols },
       })),
   };
+  known.set(rel.oid, description);
+  return description;
 }

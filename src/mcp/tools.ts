@@ -1,6 +1,7 @@
 // The MCP server's tools: list_databases, list_tables, describe_table, execute_query, execute_statement, explain_query.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Config } from '../policy/config-schema.js';
@@ -16,7 +17,13 @@ import {
   type SqlParam,
   withConnection,
 } from './query-runner.js';
-import { describeTable, listTables, readCatalogThroughProxy } from './table-catalog.js';
+import {
+  type CatalogSourceFn,
+  describeTable,
+  listTables,
+  relationNamed,
+  sharedCatalog,
+} from './table-catalog.js';
 import { auditToolCall } from './tool-audit.js';
 import { ToolFailure, toolErrorResult, toToolFailure } from './tool-errors.js';
 
@@ -33,6 +40,8 @@ export interface ToolContext {
   readonly identity: () => KeyCheck;
   /** The server's version, reported in the MCP handshake. */
   readonly version: string;
+  /** The proxy's shared catalog of a database (ProxyServer.catalog): list_tables and describe_table read it. */
+  readonly catalog: CatalogSourceFn;
 }
 
 const database = z.string().min(1).describe('a database name, as list_databases gives it');
@@ -160,6 +169,18 @@ function json(value: unknown): string {
   return JSON.stringify(value);
 }
 
+let validator: AjvJsonSchemaValidator | undefined;
+
+/**
+ * One JSON Schema validator for every McpServer of the process (the SDK would build an Ajv instance
+ * per server, milliseconds each, and the HTTP endpoint builds a server per request). The servers only
+ * use it for elicitation schemas, which pgwarden never sends; sharing it shares nothing of a caller.
+ */
+function sharedValidator(): AjvJsonSchemaValidator {
+  validator ??= new AjvJsonSchemaValidator();
+  return validator;
+}
+
 /**
  * Builds an McpServer with the six tools of issue 10 for `ctx`. Every call: authenticates the caller
  * again (a refusal is a tool error, 28P01), runs on the proxy's own listener as the key (see
@@ -171,6 +192,7 @@ export function createMcpServer(ctx: ToolContext): McpServer {
   const server = new McpServer(
     { name: 'pgwarden', version: ctx.version },
     {
+      jsonSchemaValidator: sharedValidator(),
       instructions:
         'pgwarden: SQL access limited to what this API key’s roles allow. Columns the key may not SEE come back ' +
         'as *****; statements that test, compare or compute with such a column are refused. Call ' +
@@ -265,8 +287,10 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     },
     async (args) =>
       call('list_tables', { database: args.database }, async (identity) => {
-        const catalog = await withConnection(ctx.pools, args.database, identity, (c) =>
-          readCatalogThroughProxy(c),
+        // The connection is the key's login to the database (refused as at connect: 3D000, 42501);
+        // the catalog is the proxy's shared one, not read again per call.
+        const catalog = await withConnection(ctx.pools, args.database, identity, () =>
+          sharedCatalog(ctx.catalog, args.database),
         );
         const tables = listTables(ctx.config(), identity, args.database, catalog, args.schema);
         return { structured: { database: args.database, tables }, text: json(tables), rows: tables.length };
@@ -285,9 +309,14 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     },
     async (args) =>
       call('describe_table', { database: args.database }, async (identity) => {
-        const description = await withConnection(ctx.pools, args.database, identity, async (c) => {
-          const catalog = await readCatalogThroughProxy(c);
-          return describeTable(c, ctx.config(), identity, args.database, catalog, args.table, args.schema);
+        const description = await withConnection(ctx.pools, args.database, identity, async (c, entry) => {
+          let catalog = await sharedCatalog(ctx.catalog, args.database);
+          // A name the catalog lacks (a table made outside pgwarden since it was read): read it
+          // again, at most once a second, as a statement naming an unknown relation does.
+          if (!relationNamed(catalog, args.table, args.schema))
+            catalog = await sharedCatalog(ctx.catalog, args.database, true);
+          const config = ctx.config();
+          return describeTable(c, entry, config, identity, args.database, catalog, args.table, args.schema);
         });
         return { structured: { ...description }, text: json(description) };
       }),

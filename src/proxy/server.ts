@@ -4,6 +4,8 @@ import net from 'node:net';
 import path from 'node:path';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
+import type { Catalog } from '../catalog/types.js';
+import { pgClientConfig } from '../catalog/upstream-tls.js';
 import type { LoadedConfig } from '../policy/config-load.js';
 import { splitHostPort } from '../policy/config-schema.js';
 import { DecisionCache } from '../policy/decision-cache.js';
@@ -18,7 +20,7 @@ import { type ErrorFields, errorResponse } from '../wire/backend.js';
 import { AuditLog } from './audit.js';
 import { CancelRegistry } from './cancel-registry.js';
 import { CatalogSource } from './catalog-source.js';
-import { ClientError, ClientSession } from './session.js';
+import { CATALOG_REFRESH_MIN_MS, ClientError, ClientSession } from './session.js';
 import { authSecretFor, VerifierCache } from './verifier-cache.js';
 
 /** How often open sessions are checked for an API key that expired meanwhile (ms). */
@@ -49,6 +51,16 @@ export interface ProxyServer {
   config(): LoadedConfig;
   /** The managed roles of `roles: managed` databases (sweeps, sync state; tests drive them). */
   readonly managed: ManagedRoles;
+  /**
+   * The shared catalog of `database` (its client-facing name), the one every session analyzes
+   * under: read once per version on the catalog connection, read again after DDL through any
+   * session (once its transaction ends), on the TTL, and, with `refresh` (a name that did not
+   * resolve), unless it was read less than a second ago — as a session's statement naming an
+   * unknown relation asks. For `pgwarden mcp`'s list_tables and describe_table (issue 18).
+   * Rejects with CatalogUnavailable (57P03, 58000) when it cannot be read, or a plain Error
+   * for a database the config does not name.
+   */
+  catalog(database: string, opts?: { readonly refresh?: boolean }): Promise<Catalog>;
   /** Replaces the config for new sessions (SIGHUP, a store change) and resolves open sessions again. */
   reload(next: LoadedConfig): void;
   /**
@@ -249,6 +261,14 @@ export async function startProxy(
     pendingCount: () => pending.size,
     stats: () => ({ analysis: analyses.stats() }),
     managed,
+    catalog(database, catalogOpts = {}) {
+      const db = Object.hasOwn(current.config.databases, database)
+        ? current.config.databases[database]
+        : undefined;
+      if (!db) return Promise.reject(new Error(`no database "${database}" in the config`));
+      if (catalogOpts.refresh) catalogs.refresh(database, CATALOG_REFRESH_MIN_MS);
+      return catalogs.get(database, pgClientConfig(db, path.dirname(current.file)));
+    },
     epoch: () => configEpoch(current.config),
     config: () => current,
     reload(next) {

@@ -63,7 +63,7 @@ const ADMIN_SHUTDOWN = 'terminating connection due to administrator command';
 const SHUTDOWN_ROLLBACK_MS = 5000;
 
 /** The shortest time between two catalog reads forced by unknown names (ms). */
-const CATALOG_REFRESH_MIN_MS = 1000;
+export const CATALOG_REFRESH_MIN_MS = 1000;
 
 /** Versions of in-band catalogs count down from -1, apart from the shared catalogs' positive ones. */
 let nextOwnCatalogVersion = -1;

@@ -142,11 +142,17 @@ export interface HttpServerChild {
   stop(): Promise<void>;
 }
 
-/** Spawns `pgwarden mcp --config <file> --http 127.0.0.1:<free port>` and waits until it listens. */
-export async function startHttpChild(file: string): Promise<HttpServerChild> {
+/**
+ * Spawns `pgwarden mcp --config <file> --http 127.0.0.1:<free port>` and waits until it listens;
+ * `env` adds to the test environment (e.g. `PGWARDEN_LOG_LEVEL: 'debug'`).
+ */
+export async function startHttpChild(
+  file: string,
+  env: Record<string, string> = {},
+): Promise<HttpServerChild> {
   const port = await freePort();
   const child = spawn(process.execPath, [BIN, 'mcp', '--config', file, '--http', `127.0.0.1:${port}`], {
-    env: testEnv(),
+    env: { ...testEnv(), ...env },
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
