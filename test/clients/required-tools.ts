@@ -36,6 +36,7 @@ export const REQUIRED_TOOLS: readonly RequiredTool[] = [
     check: ['/usr/bin/python3', '-c', 'import django, psycopg2'],
     debianPackage: 'python3-django python3-psycopg2',
   },
+  { what: 'pgcli 3.5', check: ['pgcli', '--version'], debianPackage: 'pgcli' },
   { what: 'a JDK (java 17+)', check: ['java', '-version'], debianPackage: 'openjdk-17-jdk-headless' },
   {
     what: 'pgjdbc (/usr/share/java/postgresql.jar)',

@@ -1,0 +1,82 @@
+// pgcli (Debian's 3.5.0) through pgwarden: its start-up completion metadata, \dt and \d as a MANAGE user compared with direct; alice's masks.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { appUrl } from '../helpers/drivers/tools.js';
+import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
+
+const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-pgcli-'));
+
+/**
+ * Runs `pgcli --less-chatty <url>` with `input` on stdin (pgcli 3.5 has no -e; prompt_toolkit reads
+ * a pipe), its config and history under a scratch HOME. Output: stdout without terminal control
+ * sequences, prompts and `Time:` lines; stderr as written (a failed completion-metadata query at
+ * start shows there as the refresh thread's traceback).
+ */
+function pgcli(url: string, input: string): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('pgcli', ['--less-chatty', '--prompt', 'PGCLI> ', url], {
+      env: { ...process.env, HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), TERM: 'dumb' },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString('utf8');
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString('utf8');
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('error', reject);
+    child.on('close', () => {
+      clearTimeout(timer);
+      const clean = stdout
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: terminal control sequences
+        .replace(/\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r/g, '')
+        .split('\n')
+        .map((l) => l.replace(/^.*PGCLI> /, '').trimEnd())
+        .filter((l) => l !== '' && !l.startsWith('Time:') && !l.includes('[F2]'))
+        .join('\n');
+      resolve({ stdout: clean, stderr });
+    });
+    // A pause lets the completion refresh (pgcli's start-up metadata queries) run before \q.
+    child.stdin.write(input);
+    setTimeout(() => child.stdin.end(), 3000);
+  });
+}
+
+let proxy: TestProxy;
+beforeAll(async () => {
+  proxy = await startTestProxy();
+});
+afterAll(async () => {
+  await proxy?.close();
+  fs.rmSync(home, { recursive: true, force: true });
+});
+
+const META = '\\dt\n\\d users\n\\dv\n\\df\n\\dn\n';
+
+describe('pgcli 3.5 through pgwarden', () => {
+  test('dba (MANAGE): \\dt, \\d users, \\dv, \\df, \\dn as direct; its start-up metadata queries all answered', async () => {
+    const direct = await pgcli(appUrl('demo'), META);
+    const through = await pgcli(proxy.url('dba'), META);
+    expect(direct.stderr).not.toMatch(/Traceback|Exception|error/i);
+    expect(through.stderr).not.toMatch(/Traceback|Exception|error/i);
+    expect(direct.stdout).toContain('| public | users');
+    expect(through.stdout).toBe(direct.stdout);
+  }, 120_000);
+
+  test('alice: her start-up metadata queries are answered, \\d users as direct, hidden columns masked', async () => {
+    const r = await pgcli(
+      proxy.url('alice'),
+      '\\d users\nselect id, name, email, ssn from users where id = 1;\nselect id from users where email is null;\n',
+    );
+    expect(r.stderr).not.toMatch(/Traceback|Exception/);
+    expect(r.stdout).toMatch(/\| 1 +\| Ada Tervo +\| \*\*\*\*\* +\| \*\*\*\*\* +\|/);
+    expect(r.stdout).toContain('is hidden from you');
+    const direct = await pgcli(appUrl('demo'), '\\d users\n');
+    expect(r.stdout.startsWith(direct.stdout)).toBe(true);
+  }, 120_000);
+});
