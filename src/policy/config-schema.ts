@@ -344,6 +344,27 @@ export const configSchema = z
          */
         max_pending_connections: z.number().int().positive().default(256),
         max_pending_per_address: z.number().int().positive().default(128),
+        /**
+         * Bytes of large messages (1 MiB and over) all sessions may hold in memory at once, both
+         * directions (issue 16 item 2); absent: a quarter of the machine's memory (or of the cgroup
+         * limit). A socket whose next message does not fit is not read until it does; a client
+         * message larger than the whole budget is refused with 53200, that message only. Read at start.
+         */
+        memory_budget_bytes: z
+          .number()
+          .int()
+          .min(1 << 20)
+          .optional(),
+        /**
+         * Largest statement text handed to the SQL parser, in bytes, after string literals of 1 KiB
+         * and over in places no analysis reads are set aside; a longer one is refused with 54000
+         * (issue 16 item 2). Dense SQL costs about 3 to 6 s of analysis per MiB. Read at start.
+         */
+        max_analysis_bytes: z
+          .number()
+          .int()
+          .min(1024)
+          .default(1 << 20),
       })
       .strict()
       .default({}),

@@ -95,7 +95,11 @@ function markLiterals(sql: string, param: (n: number) => void): string | undefin
       for (;;) {
         if (j >= n) return undefined;
         const c = sql[j];
-        if (backslashes && c === '\\') j += 2;
+        if (!backslashes && c !== "'") {
+          // No escapes: jump to the next quote (one native search, not a loop per character).
+          const q = sql.indexOf("'", j);
+          j = q < 0 ? n : q;
+        } else if (backslashes && c === '\\') j += 2;
         else if (c === "'" && sql[j + 1] === "'") j += 2;
         else if (c === "'") {
           j++;

@@ -13,6 +13,7 @@ import { bind as encodeBind, query as encodeQuery } from '../wire/frontend-encod
 import { type AuditLog, auditKind, normalizeForAudit, rowsOfTag, type SessionAudit } from './audit.js';
 import { CatalogUnavailable } from './catalog-source.js';
 import { GateMemo } from './gate-memo.js';
+import type { MemoryBudget } from './memory-budget.js';
 import {
   type Decider,
   type GateResult,
@@ -141,6 +142,8 @@ export interface RelayOptions {
   readonly decide: Decider;
   readonly invalidateCatalog: () => void;
   readonly maxMessageBytes: number;
+  /** The proxy's budget for buffered large messages (issue 16 item 2); absent: nothing is counted. */
+  readonly memory?: MemoryBudget;
   /** Ends the session with a FATAL (or quietly). */
   readonly terminate: (fatal?: ErrorFields) => void;
   readonly onTransactionStatus: (status: 'I' | 'T' | 'E') => void;

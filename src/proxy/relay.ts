@@ -6,7 +6,10 @@ import type { Frame } from '../wire/framer.js';
 import { decodeEmpty } from '../wire/frontend.js';
 import { sync } from '../wire/frontend-encode.js';
 import { ProtocolError } from '../wire/protocol-error.js';
+import { MessageHold } from './memory-budget.js';
 import { UpstreamRepliesRelay } from './relay-upstream-replies.js';
+
+const EMPTY = Buffer.alloc(0);
 
 export type { RelayOptions } from './relay-core.js';
 
@@ -18,6 +21,20 @@ export type { RelayOptions } from './relay-core.js';
  * their plans. Original bytes are forwarded where nothing changes.
  */
 export class Relay extends UpstreamRepliesRelay {
+  /** The memory budget this session holds for large messages from each side (issue 16 item 2). */
+  private readonly clientHold = new MessageHold(this.o.memory, this.o.client);
+  private readonly upstreamHold = new MessageHold(this.o.memory, this.o.upstream.socket);
+  /** Client messages that hold budget, with the bytes (given back once handled and sent upstream). */
+  private readonly held = new WeakMap<Frame, number>();
+  /** Stand-ins for client messages too large for the budget, with their sizes: answered 53200. */
+  private readonly tooLarge = new WeakMap<Frame, number>();
+
+  override stop(): void {
+    super.stop();
+    this.clientHold.close();
+    this.upstreamHold.close();
+  }
+
   /** Starts relaying both ways. */
   start(): void {
     const { client, upstream } = this.o;
@@ -40,6 +57,22 @@ export class Relay extends UpstreamRepliesRelay {
         return;
       }
       this.fromUpstreamFrames(frames);
+      // Budget: what this chunk completed was written to the client (given back once it drains);
+      // a large message now arriving waits for its share, the upstream unread meanwhile.
+      const hold = this.upstreamHold;
+      hold.releaseAfterDrain(hold.completed(upstream.framer), client);
+      if (hold.arrive(upstream.framer) === 'too-large') {
+        const size = upstream.framer.pendingMessageBytes;
+        this.o.log.warn(
+          { event: 'memory-budget', size, from: 'upstream' },
+          'upstream message over the memory budget',
+        );
+        this.o.terminate({
+          severity: 'FATAL',
+          code: '53200',
+          message: `out of memory: a message of ${size} bytes from the server does not fit in pgwarden's memory budget of ${this.o.memory?.limit} bytes (limits.memory_budget_bytes)`,
+        });
+      }
     });
     upstream.socket.resume();
   }
@@ -58,6 +91,15 @@ export class Relay extends UpstreamRepliesRelay {
       this.o.log.warn({ event: 'protocol-violation', message: err.message }, 'malformed message from client');
       this.o.terminate({ severity: 'FATAL', code: err.sqlstate ?? '08P01', message: err.message });
       return;
+    }
+    const done = this.clientHold.completed(this.framer);
+    if (done > 0 && frames[0]) this.held.set(frames[0], done);
+    if (this.clientHold.arrive(this.framer) === 'too-large') {
+      // Never buffered: its bytes are dropped as they arrive, and it is answered in its turn.
+      const size = this.framer.pendingMessageBytes;
+      const stand: Frame = { code: this.framer.skipPending(), bytes: EMPTY, payload: EMPTY };
+      this.tooLarge.set(stand, size);
+      frames.push(stand);
     }
     this.inbox.push(...frames);
     if (!this.working) void this.drain();
@@ -80,7 +122,6 @@ export class Relay extends UpstreamRepliesRelay {
         } catch (e) {
           if (!(e instanceof ProtocolError)) throw e;
           this.malformed(frame, e);
-          continue;
         }
         if (pending) {
           // A catalog read (possibly on this very upstream connection) must not wait behind the cork.
@@ -93,6 +134,8 @@ export class Relay extends UpstreamRepliesRelay {
           up.cork();
           this.coalescing = true;
         }
+        const held = this.held.get(frame);
+        if (held !== undefined) this.clientHold.releaseAfterDrain(held, up);
       }
     } catch (e) {
       this.o.log.error({ event: 'relay-error', err: (e as Error).stack }, 'relay failed');
@@ -151,6 +194,13 @@ export class Relay extends UpstreamRepliesRelay {
 
   /** One client message; returns a promise when it must wait for a decision. Throws ProtocolError for a malformed one. */
   private handleClient(f: Frame): Promise<void> | undefined {
+    const size = this.tooLarge.get(f);
+    if (size !== undefined) {
+      throw new ProtocolError(
+        `out of memory: a message of ${size} bytes does not fit in pgwarden's memory budget of ${this.o.memory?.limit} bytes (limits.memory_budget_bytes)`,
+        '53200',
+      );
+    }
     switch (f.code) {
       case FrontendCode.Query:
         if (this.skipping) return undefined;

@@ -20,6 +20,7 @@ import { type ErrorFields, errorResponse } from '../wire/backend.js';
 import { AuditLog } from './audit.js';
 import { CancelRegistry } from './cancel-registry.js';
 import { CatalogSource } from './catalog-source.js';
+import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js';
 import { CATALOG_REFRESH_MIN_MS, ClientError, ClientSession } from './session.js';
 import { authSecretFor, VerifierCache } from './verifier-cache.js';
 
@@ -140,9 +141,11 @@ export async function startProxy(
     logger,
   );
   await managed.start(initial.config);
-  const analyses = createAnalysisCache();
+  // Both bounds are read at start (issue 16 item 2): a reload does not resize them.
+  const analyses = createAnalysisCache({ maxAnalysisBytes: initial.config.limits.max_analysis_bytes });
   const decisions = new DecisionCache();
   const rewrites = new RewriteCache();
+  const memory = new MemoryBudget(initial.config.limits.memory_budget_bytes ?? defaultMemoryBudget());
   const audit = new AuditLog(opts.auditLogger ?? logger, () => configEpoch(current.config));
   let nextId = 1;
   let closing = false;
@@ -210,6 +213,7 @@ export async function startProxy(
       config: () => current,
       logger,
       cancels,
+      memory,
       verifiers,
       tls: secure,
       catalogs,

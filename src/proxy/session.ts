@@ -44,6 +44,7 @@ import type { AuditLog } from './audit.js';
 import type { CancelRegistry } from './cancel-registry.js';
 import { type CatalogSource, CatalogUnavailable } from './catalog-source.js';
 import { FrameQueue } from './frame-queue.js';
+import type { MemoryBudget } from './memory-budget.js';
 import { Relay } from './relay.js';
 import { SearchPathTracker } from './search-path-tracker.js';
 import { filterStartupParams, StartupParamError } from './startup-params.js';
@@ -86,6 +87,8 @@ export interface SessionContext {
   readonly decisions: DecisionCache;
   /** Rewritten texts (mask at read), shared by the server's sessions. */
   readonly rewrites: RewriteCache;
+  /** The budget for buffered large messages, shared by the server's sessions (issue 16 item 2). */
+  readonly memory: MemoryBudget;
   /** Test-only wall switches (policy/wall-switches.ts); absent: every wall on. */
   readonly walls?: WallSwitches;
   readonly audit: AuditLog;
@@ -665,6 +668,7 @@ export class ClientSession {
         this.ownCatalog = undefined;
       },
       maxMessageBytes: config.limits.max_message_bytes,
+      memory: this.ctx.memory,
       terminate: (f) => this.terminate(f ? new ClientError(f) : undefined),
       onTransactionStatus: (status) => {
         if (this.catalogChanged || this.changedInTx) {

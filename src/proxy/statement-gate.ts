@@ -405,8 +405,12 @@ export async function cursorPlan(
   return { ...planOf(inner, d, catalog.version), effects: [], changesCatalog: false };
 }
 
+const SURROGATE = /[\uD800-\uDFFF]/;
+
 /** `text.slice` by Unicode code points (the analysis's offsets count code points, as Postgres's positions do). */
 export function sliceCodePoints(text: string, start: number, length: number): string {
+  // Without surrogates code points are code units (one native scan, not a loop per character).
+  if (!SURROGATE.test(text)) return length <= 0 ? text.slice(start) : text.slice(start, start + length);
   let i = 0;
   let cp = 0;
   while (cp < start && i < text.length) {

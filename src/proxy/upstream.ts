@@ -17,6 +17,13 @@ import { BackendCode } from '../wire/codes.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
 import { sslRequest } from '../wire/frontend-encode.js';
 
+/**
+ * The largest message accepted from the upstream (bytes, header included): a DataRow is built in
+ * one of PostgreSQL's StringInfo buffers, at most MaxAllocSize (1 GB - 1), so a field of up to
+ * 1 GB passes (issue 16). What it costs is counted against the memory budget while it is held.
+ */
+export const UPSTREAM_MAX_MESSAGE_BYTES = 2 ** 30 + 5;
+
 /** Where and as whom to log in upstream, parsed from a `postgres://` URL of the config. */
 export interface UpstreamTarget {
   readonly host: string;
@@ -112,7 +119,7 @@ export function connectUpstream(
     const raw = net.connect({ host: target.host, port: target.port });
     raw.setNoDelay(true);
     let socket: net.Socket = raw;
-    const framer = new MessageFramer({ maxMessageBytes: 1 << 24, startup: false });
+    const framer = new MessageFramer({ maxMessageBytes: UPSTREAM_MAX_MESSAGE_BYTES, startup: false });
     const parameters = new Map<string, string>();
     const parameterMessages: Buffer[] = [];
     let key = { processId: 0, secretKey: 0 };

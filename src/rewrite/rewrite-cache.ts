@@ -1,6 +1,7 @@
 // Rewritten texts, cached per decision and text: a cache hit never rewrites again.
 import { LRUCache } from 'lru-cache';
 import type { Decision } from '../policy/decision-types.js';
+import { MAX_CACHED_TEXT } from '../sql/analysis-cache.js';
 import { lexicalKey } from '../sql/lexical-key.js';
 import { applyEdits, type RewriteRefusal } from './edits.js';
 import type { RewrittenSql } from './rewrite-sql.js';
@@ -37,15 +38,24 @@ export function rewrittenFor(shape: RewrittenSql, sql: string): RewrittenSql | u
  * their literals. A text with the same lexical key as one rewritten before (sql/lexical-key.ts:
  * printable ASCII, only literal values of the same length differ, so the parse tree and every
  * offset are the same) reuses its edits without parsing: the edits touch names, never literals.
- * Bounded (LRU, default 10 000 entries each).
+ * Bounded (LRU, default 10 000 entries and 64 MiB each, counting the key and the rewritten text);
+ * a text longer than {@link MAX_CACHED_TEXT} is rewritten without the cache.
  */
 export class RewriteCache {
   private readonly lru: LRUCache<string, RewrittenSql | RewriteRefusal>;
   private readonly lexical: LRUCache<string, RewrittenSql>;
 
-  constructor(max = 10_000) {
-    this.lru = new LRUCache({ max });
-    this.lexical = new LRUCache({ max });
+  /** Input: the most entries and the most bytes (keys and texts, 2 bytes a code unit) each LRU holds. */
+  constructor(max = 10_000, maxBytes = 64 << 20) {
+    const sized = {
+      max,
+      maxSize: maxBytes,
+      maxEntrySize: Math.max(1, Math.floor(maxBytes / 16)),
+      sizeCalculation: (v: RewrittenSql | RewriteRefusal, key: string) =>
+        2 * (key.length + ('text' in v ? v.text.length : 0)) + 512,
+    };
+    this.lru = new LRUCache<string, RewrittenSql | RewriteRefusal>(sized);
+    this.lexical = new LRUCache<string, RewrittenSql>(sized);
   }
 
   /** The cached result for (decision, sql), or `make()`'s, stored. */
@@ -54,6 +64,7 @@ export class RewriteCache {
     sql: string,
     make: () => RewrittenSql | RewriteRefusal,
   ): RewrittenSql | RewriteRefusal {
+    if (sql.length > MAX_CACHED_TEXT) return make();
     const id = idOf(decision);
     const key = `${id}\0${sql}`;
     const hit = this.lru.get(key);

@@ -49,9 +49,10 @@ function refused(message: string, location?: number, sqlstate = '0A000'): Rewrit
 
 /** A nonce that does not occur in `sql`, for generated names nobody's text can already use. */
 function nonceFor(sql: string): string {
+  const lower = sql.toLowerCase();
   for (;;) {
     const n = randomBytes(4).toString('hex');
-    if (!sql.toLowerCase().includes(n)) return n;
+    if (!lower.includes(n)) return n;
   }
 }
 

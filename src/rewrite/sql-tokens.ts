@@ -191,6 +191,12 @@ function endOfString(bytes: Uint8Array, i: number, backslash: boolean): number {
   i++;
   for (;;) {
     if (i >= bytes.length) throw new LexError('unterminated quoted string', start);
+    if (!backslash) {
+      // No escapes: the next quote is the end or the first of a doubled pair (one native search).
+      const q = bytes.indexOf(0x27, i);
+      i = q < 0 ? bytes.length : q;
+      if (q < 0) continue;
+    }
     const c = bytes[i];
     if (backslash && c === 0x5c) {
       i += 2;

@@ -6,13 +6,32 @@ import type { Analysis } from './analysis-types.js';
 import { type AnalyzeOptions, parserFor } from './analyze-sql.js';
 import { lexicalKey } from './lexical-key.js';
 import { normalizedKey } from './normalize.js';
+import type { ParseLimits } from './parser.js';
 import type { QueryAnalyzer } from './query-analyzer.js';
 import { analyzeParsed } from './statement-analyzer.js';
 
-/** Sizes of the two LRUs (entries). */
+/** Sizes of the LRUs (entries, and bytes: keys and an estimate of each analysis) and the parse bound. */
 export interface AnalysisCacheOptions {
   readonly maxEntries?: number;
   readonly maxNormalizedEntries?: number;
+  /** Bytes each LRU may hold (its keys' lengths plus {@link analysisBytes} per entry); default 64 MiB. */
+  readonly maxBytes?: number;
+  /** The parse bound (PgParser.parse's `maxParsedBytes`, limits.max_analysis_bytes); default none. */
+  readonly maxAnalysisBytes?: number;
+}
+
+/**
+ * Texts longer than this (code units) are analyzed without the cache: neither looked up nor
+ * stored, so that one huge statement neither evicts the working set nor stays in memory.
+ */
+export const MAX_CACHED_TEXT = 64 * 1024;
+
+/**
+ * The bytes an LRU entry is counted for: its key (two bytes a code unit at worst) and an estimate
+ * of the analysis, which grows with the text it was made from (about 2 KiB for a short statement).
+ */
+function entryBytes(key: string): number {
+  return key.length * 4 + 2048;
 }
 
 /** Counters since creation: exact-text hits, normalized-text hits, full analyses. */
@@ -63,9 +82,17 @@ export class AnalysisCache {
     private readonly analyzeQuery: QueryAnalyzer,
     options: AnalysisCacheOptions = {},
   ) {
-    this.exact = new LRUCache({ max: options.maxEntries ?? 10_000 });
-    this.normalized = new LRUCache({ max: options.maxNormalizedEntries ?? 10_000 });
-    this.lexical = new LRUCache({ max: options.maxNormalizedEntries ?? 10_000 });
+    const maxSize = options.maxBytes ?? 64 << 20;
+    const sized = (max: number) => ({
+      max,
+      maxSize,
+      maxEntrySize: Math.max(1, Math.floor(maxSize / 16)),
+      sizeCalculation: (_v: Analysis, key: string) => entryBytes(key),
+    });
+    this.exact = new LRUCache(sized(options.maxEntries ?? 10_000));
+    this.normalized = new LRUCache(sized(options.maxNormalizedEntries ?? 10_000));
+    this.lexical = new LRUCache(sized(options.maxNormalizedEntries ?? 10_000));
+    this.limits = options.maxAnalysisBytes !== undefined ? { maxParsedBytes: options.maxAnalysisBytes } : {};
   }
 
   /**
@@ -75,6 +102,8 @@ export class AnalysisCache {
   sharedByLiterals(a: Analysis): boolean {
     return this.literalFree.has(a);
   }
+
+  private readonly limits: ParseLimits;
 
   /** The counters so far. */
   stats(): AnalysisCacheStats {
@@ -103,6 +132,12 @@ export class AnalysisCache {
   analyze(sql: string, opts: AnalyzeOptions): Analysis {
     const parser = parserFor(opts);
     if (!('parse' in parser)) return parser;
+    if (sql.length > MAX_CACHED_TEXT) {
+      this.misses++;
+      const outcome = parser.parse(sql, this.limits);
+      if (!outcome.ok) return { statements: [], refusal: outcome.refusal };
+      return analyzeParsed(outcome.parsed, opts.catalog, opts, this.analyzeQuery);
+    }
     const state = this.stateKey(opts, parser.major);
     const exactKey = state + sql;
     const hit = this.exact.get(exactKey);
@@ -121,7 +156,7 @@ export class AnalysisCache {
         return shared;
       }
     }
-    const outcome = parser.parse(sql);
+    const outcome = parser.parse(sql, this.limits);
     if (!outcome.ok) {
       const refused: Analysis = { statements: [], refusal: outcome.refusal };
       this.misses++;

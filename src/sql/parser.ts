@@ -1,6 +1,8 @@
 // The PostgreSQL grammar of the upstream server's major version (libpg-query), and statement splitting.
 
 import type { AnalysisRefusal } from './analysis-types.js';
+import { type Elision, elideLongLiterals, restoreOffsets } from './literal-elision.js';
+import { normalizedKey } from './normalize.js';
 import { buildOffsetMap, type OffsetMap } from './utf8-offsets.js';
 
 /** What a libpg-query package exports that the parser uses. */
@@ -60,6 +62,15 @@ export type ParseOutcome =
   | { readonly ok: true; readonly parsed: ParsedSql }
   | { readonly ok: false; readonly refusal: AnalysisRefusal };
 
+/** Bounds of one parse. */
+export interface ParseLimits {
+  /**
+   * Largest text (UTF-8 bytes) handed to the grammar, after long literals are set aside
+   * (literal-elision.ts); a larger one is refused with 54000. Default: no bound.
+   */
+  readonly maxParsedBytes?: number;
+}
+
 /** A loaded parser for one PostgreSQL major. */
 export interface PgParser {
   readonly major: number;
@@ -67,10 +78,19 @@ export interface PgParser {
    * Parses `sql` with this major's grammar. Output: the statements in order with character
    * offsets, or a refusal: 42601 with the character position of a syntax error (as Postgres
    * reports it), 42601 for a NUL character (the wire protocol ends a query string there, so
-   * the parser would see a prefix), 22021 for text that is not well-formed Unicode. Never throws.
+   * the parser would see a prefix), 22021 for text that is not well-formed Unicode, 54000
+   * program_limit_exceeded for a text over `limits.maxParsedBytes`. Never throws.
    * An empty or comment-only string has no statements (Postgres answers EmptyQueryResponse).
+   *
+   * A long text's long string literals are not handed to the grammar (its JSON tree would cost
+   * about ten times the literal's size): the grammar parses the text with each replaced by a short
+   * placeholder literal, and the tree is used only when every placeholder came back as its own
+   * A_Const in a place whose value no analysis reads (normalize.ts blanks it: not an ordinal, a
+   * reg* cast, a function argument, nor any literal of a statement other than the five row
+   * statements); its offsets are then moved back onto `sql`, and the A_Const holds the placeholder
+   * value, not the literal's. Otherwise `sql` itself is parsed (within the bound).
    */
-  parse(sql: string): ParseOutcome;
+  parse(sql: string, limits?: ParseLimits): ParseOutcome;
 }
 
 /** A UTF-16 surrogate without its pair: text that has no UTF-8 encoding. */
@@ -125,10 +145,56 @@ function syntaxRefusal(message: string, location?: number): AnalysisRefusal {
   return location === undefined ? { sqlstate: '42601', message } : { sqlstate: '42601', message, location };
 }
 
+/** 54000 for a text the grammar is not given: over the analysis bound (limits.max_analysis_bytes). */
+function tooLong(bytes: number, max: number): AnalysisRefusal {
+  return {
+    sqlstate: '54000',
+    message: `statement too long for pgwarden to analyze: ${bytes} bytes, over the limit of ${max} (limits.max_analysis_bytes)`,
+  };
+}
+
+/** libpg-query's parse of `text`, or the refusal for its syntax error. */
+function tryParse(
+  mod: LibPgQueryModule,
+  text: string,
+): { tree: { stmts?: readonly unknown[] } } | { refusal: AnalysisRefusal } {
+  try {
+    return { tree: mod.parseSync(text) as { stmts?: readonly unknown[] } };
+  } catch (err) {
+    const e = err as { message?: unknown; sqlDetails?: { cursorPosition?: unknown } };
+    const message = typeof e.message === 'string' ? e.message : 'syntax error';
+    // libpg-query reports Postgres's cursorpos (1-based characters) as 0-based characters.
+    const pos = e.sqlDetails?.cursorPosition;
+    return { refusal: syntaxRefusal(message, typeof pos === 'number' ? pos : undefined) };
+  }
+}
+
+/**
+ * Whether the tree of an elided text stands for the original (PgParser.parse): each placeholder
+ * one A_Const at its own offset, every one blanked by the normalized key (no analysis reads its
+ * value). On true its offsets have been moved onto the original text.
+ */
+function elidedTreeUsable(tree: { stmts?: readonly unknown[] }, elision: Elision, major: number): boolean {
+  const statements: ParsedStatement[] = (tree.stmts ?? []).map((raw) => {
+    const wrapper = (raw as { stmt?: Record<string, unknown> }).stmt ?? {};
+    const nodeType = Object.keys(wrapper)[0] ?? 'UnknownStmt';
+    return { nodeType, node: wrapper[nodeType], location: 0, length: 0 };
+  });
+  const key = normalizedKey({
+    text: elision.text,
+    major,
+    statements,
+    offsets: buildOffsetMap(elision.text),
+    tree,
+  });
+  if (key === null || key.includes('pgwarden_elided_')) return false;
+  return restoreOffsets(tree, elision);
+}
+
 function makeParser(major: number, mod: LibPgQueryModule): PgParser {
   return {
     major,
-    parse(sql: string): ParseOutcome {
+    parse(sql: string, limits?: ParseLimits): ParseOutcome {
       const nul = sql.indexOf('\u0000');
       if (nul >= 0) {
         return {
@@ -147,15 +213,19 @@ function makeParser(major: number, mod: LibPgQueryModule): PgParser {
       if (sql.trim() === '') {
         return { ok: true, parsed: { text: sql, major, statements: [], offsets, tree: { stmts: [] } } };
       }
-      let tree: { stmts?: readonly unknown[] };
-      try {
-        tree = mod.parseSync(sql) as { stmts?: readonly unknown[] };
-      } catch (err) {
-        const e = err as { message?: unknown; sqlDetails?: { cursorPosition?: unknown } };
-        const message = typeof e.message === 'string' ? e.message : 'syntax error';
-        // libpg-query reports Postgres's cursorpos (1-based characters) as 0-based characters.
-        const pos = e.sqlDetails?.cursorPosition;
-        return { ok: false, refusal: syntaxRefusal(message, typeof pos === 'number' ? pos : undefined) };
+      const max = limits?.maxParsedBytes ?? Number.POSITIVE_INFINITY;
+      const elision = elideLongLiterals(sql);
+      let tree: { stmts?: readonly unknown[] } | undefined;
+      if (elision && Buffer.byteLength(elision.text, 'utf8') <= max) {
+        const t = tryParse(mod, elision.text);
+        if ('tree' in t && elidedTreeUsable(t.tree, elision, major)) tree = t.tree;
+      }
+      if (!tree) {
+        const bytes = Buffer.byteLength(sql, 'utf8');
+        if (bytes > max) return { ok: false, refusal: tooLong(bytes, max) };
+        const t = tryParse(mod, sql);
+        if (!('tree' in t)) return { ok: false, refusal: t.refusal };
+        tree = t.tree;
       }
       const statements: ParsedStatement[] = [];
       for (const raw of tree.stmts ?? []) {

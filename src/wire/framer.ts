@@ -82,6 +82,9 @@ export class MessageFramer {
   private headOffset = 0;
   private total = 0;
   private failed: ProtocolError | undefined;
+  /** Bytes still to drop of a message given up by {@link skipPending}. */
+  private skipping = 0;
+  private cut = 0;
 
   /**
    * @param opts maximum sizes in bytes and whether the stream starts with an untyped message.
@@ -95,6 +98,40 @@ export class MessageFramer {
   /** Bytes received but not yet returned as part of a frame. */
   get buffered(): number {
     return this.total;
+  }
+
+  /** Messages cut so far: with {@link pendingMessageBytes}, names the message now arriving. */
+  get cutCount(): number {
+    return this.cut;
+  }
+
+  /**
+   * The whole size (bytes, header included) of the typed message whose header has arrived and
+   * whose body has not all arrived yet; 0 when there is none (between messages, before a whole
+   * header, in startup mode). O(1): the header is read from the first chunks only.
+   */
+  get pendingMessageBytes(): number {
+    if (this.startup || this.total < 5) return 0;
+    const size = ((this.peek(1) << 24) | (this.peek(2) << 16) | (this.peek(3) << 8) | this.peek(4)) + 1;
+    return size > this.total ? size : 0;
+  }
+
+  /**
+   * Gives up the message now arriving (see {@link pendingMessageBytes}): the bytes buffered of it are
+   * dropped now and the rest as they arrive; framing goes on after it. Output: its type byte (0 when
+   * there is no such message). Used to refuse a message that cannot be held (53200, issue 16).
+   */
+  skipPending(): number {
+    const size = this.pendingMessageBytes;
+    if (size === 0) return 0;
+    const code = this.peek(0);
+    this.skipping = size - this.total;
+    this.chunks = [];
+    this.head = 0;
+    this.headOffset = 0;
+    this.total = 0;
+    this.cut++;
+    return code;
   }
 
   /** True while the next message is expected to be untyped. */
@@ -118,6 +155,11 @@ export class MessageFramer {
    */
   push(chunk: Buffer): Frame[] {
     if (this.failed) throw this.failed;
+    if (this.skipping > 0) {
+      const n = Math.min(this.skipping, chunk.length);
+      this.skipping -= n;
+      chunk = chunk.subarray(n);
+    }
     if (chunk.length > 0) {
       this.chunks.push(chunk);
       this.total += chunk.length;
@@ -174,6 +216,7 @@ export class MessageFramer {
     const size = length + (this.startup ? 0 : 1);
     if (this.total < size) return undefined;
     const bytes = this.take(size);
+    this.cut++;
     return new CutFrame(code, bytes, headerLen);
   }
 

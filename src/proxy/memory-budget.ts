@@ -1,0 +1,202 @@
+// One budget for the bytes of large protocol messages held in memory, shared by every session: taken in order, waited for, released.
+import os from 'node:os';
+import { collectGarbageSoon } from './collect-garbage.js';
+
+/**
+ * Messages at least this large (bytes, header included) are counted against the budget. Smaller
+ * ones are bounded per connection by the sockets' own backpressure (a paused socket holds at most
+ * a chunk or two), so their sum is a constant per connection.
+ */
+export const LARGE_MESSAGE_BYTES = 1 << 20;
+
+/**
+ * The default budget: a quarter of the memory of the machine, or of the cgroup's limit when the
+ * process runs under a lower one (process.constrainedMemory). Output: bytes.
+ */
+export function defaultMemoryBudget(): number {
+  const constrained = process.constrainedMemory?.() ?? 0;
+  const machine = os.totalmem();
+  const total = constrained > 0 && constrained < machine ? constrained : machine;
+  return Math.floor(total / 4);
+}
+
+/** A wait for budget: called once, with no arguments, when the bytes have been taken. */
+export type Grant = () => void;
+
+/**
+ * The global budget for buffered message bytes (issue 16 item 2, `limits.memory_budget_bytes`).
+ * A connection takes the size of a large message when its header arrives and gives it back once the
+ * message has been written on (its socket drained) or dropped. Takes are served first come, first
+ * served: a waiter that does not fit yet blocks later ones that would, so a large message is never
+ * starved by a stream of smaller ones. Every operation is O(1) but the release that grants waiters.
+ */
+export class MemoryBudget {
+  private used = 0;
+  private readonly queue: { bytes: number; grant: Grant }[] = [];
+
+  /** Input: the budget in bytes (> 0). */
+  constructor(readonly limit: number) {}
+
+  /** Bytes taken now. */
+  get inUse(): number {
+    return this.used;
+  }
+
+  /** Waiters queued now. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  /** True when `bytes` can never be taken (more than the whole budget): the message must be refused. */
+  tooLarge(bytes: number): boolean {
+    return bytes > this.limit;
+  }
+
+  /**
+   * Takes `bytes` (at most `limit`). Output: true when taken now; false when queued, and `grant`
+   * is called once they have been taken. A queued take is withdrawn with {@link cancel}.
+   */
+  take(bytes: number, grant: Grant): boolean {
+    if (this.queue.length === 0 && this.used + bytes <= this.limit) {
+      this.used += bytes;
+      return true;
+    }
+    this.queue.push({ bytes, grant });
+    return false;
+  }
+
+  /** Withdraws a queued take (its connection closed); a take already granted must be released instead. */
+  cancel(grant: Grant): void {
+    const i = this.queue.findIndex((w) => w.grant === grant);
+    if (i >= 0) this.queue.splice(i, 1);
+    this.serve();
+  }
+
+  /** Gives back `bytes` taken earlier and grants the waiters that now fit, in order. */
+  release(bytes: number): void {
+    this.used = Math.max(0, this.used - bytes);
+    this.serve();
+    // The released message is garbage now: have it collected while the budget is quiet.
+    collectGarbageSoon();
+  }
+
+  private serve(): void {
+    while (this.queue.length > 0) {
+      const head = this.queue[0] as { bytes: number; grant: Grant };
+      if (this.used + head.bytes > this.limit) return;
+      this.queue.shift();
+      this.used += head.bytes;
+      head.grant();
+    }
+  }
+}
+
+/** What {@link MessageHold.arrive} found: go on, or a message that can never fit (refuse it, 53200). */
+export type HoldVerdict = 'ok' | 'too-large';
+
+/**
+ * The budget one direction of one connection holds (issue 16 item 2): the bytes of the large
+ * message now arriving on `socket` (taken when its header has arrived; `socket` is paused until
+ * they are granted) and of the large messages cut from it that have not been written on yet. All
+ * of it is given back by {@link close}. O(1) per chunk: one header read, no scan.
+ */
+export class MessageHold {
+  private arriving = 0;
+  /** MessageFramer.cutCount when the arriving message's bytes were taken (-1: none). */
+  private arrivingId = -1;
+  private inFlight = 0;
+  private waiter: Grant | undefined;
+  private closed = false;
+
+  /** Input: the budget (none: nothing is counted) and the socket the messages are read from. */
+  constructor(
+    private readonly budget: MemoryBudget | undefined,
+    private readonly socket: { pause(): unknown; resume(): unknown },
+  ) {}
+
+  /**
+   * After a chunk was framed, before {@link arrive}: the bytes taken for the message that the chunk
+   * completed (the first frame the push returned), now in flight; 0 when none. The caller gives
+   * them back with {@link released} once the message has been written on or dropped.
+   */
+  completed(framer: { readonly cutCount: number }): number {
+    if (this.arrivingId < 0 || framer.cutCount <= this.arrivingId) return 0;
+    if (this.waiter) {
+      // All of it arrived before the pause took effect: the bytes are here, nothing left to wait for.
+      this.budget?.cancel(this.waiter);
+      this.waiter = undefined;
+      this.arriving = 0;
+      this.arrivingId = -1;
+      this.socket.resume();
+      return 0;
+    }
+    const bytes = this.arriving;
+    this.arriving = 0;
+    this.arrivingId = -1;
+    this.inFlight += bytes;
+    return bytes;
+  }
+
+  /**
+   * After a chunk was framed: takes budget for the large message now arriving, if any, pausing
+   * the socket until granted (and again while still waiting, when someone else resumed it).
+   * Output: 'too-large' for a message larger than the whole budget (the caller skips it and
+   * refuses it), else 'ok'.
+   */
+  arrive(framer: { readonly pendingMessageBytes: number; readonly cutCount: number }): HoldVerdict {
+    if (this.waiter) {
+      this.socket.pause();
+      return 'ok';
+    }
+    if (!this.budget || this.closed || this.arrivingId >= 0) return 'ok';
+    const size = framer.pendingMessageBytes;
+    if (size < LARGE_MESSAGE_BYTES) return 'ok';
+    if (this.budget.tooLarge(size)) return 'too-large';
+    this.arriving = size;
+    this.arrivingId = framer.cutCount;
+    const grant: Grant = () => {
+      this.waiter = undefined;
+      if (this.closed) this.budget?.release(size);
+      else this.socket.resume();
+    };
+    if (!this.budget.take(size, grant)) {
+      this.waiter = grant;
+      this.socket.pause();
+    }
+    return 'ok';
+  }
+
+  /** Gives back `bytes` of {@link completed}'s once their message has been written on (or dropped). */
+  released(bytes: number): void {
+    if (this.closed || bytes <= 0) return;
+    this.inFlight -= bytes;
+    this.budget?.release(bytes);
+  }
+
+  /**
+   * Gives back `bytes` once `out` has no more than its high-water mark buffered (at once when it has
+   * not asked for a drain): the message has been handed to the kernel.
+   */
+  releaseAfterDrain(
+    bytes: number,
+    out: { readonly writableNeedDrain: boolean; once(e: 'drain', f: () => void): unknown },
+  ): void {
+    if (bytes <= 0) return;
+    if (out.writableNeedDrain) out.once('drain', () => this.released(bytes));
+    else this.released(bytes);
+  }
+
+  /** The connection closed: everything held is given back, a wait is withdrawn. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.waiter) {
+      this.budget?.cancel(this.waiter);
+      this.waiter = undefined;
+      this.arriving = 0;
+    }
+    this.budget?.release(this.arriving + this.inFlight);
+    this.arriving = 0;
+    this.inFlight = 0;
+  }
+}
