@@ -3,7 +3,6 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { burst, hugeStatement, rssOf, sampleRss } from '../../helpers/memory-burst.js';
 import { demoConfigObject, startTestProxy, type TestProxy } from '../../helpers/proxy.js';
