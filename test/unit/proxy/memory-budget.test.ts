@@ -1,0 +1,114 @@
+// The memory budget: takes in order, waits, releases; a connection's hold pauses its socket and gives everything back at close.
+import { describe, expect, it } from 'vitest';
+import { LARGE_MESSAGE_BYTES, MemoryBudget, MessageHold } from '../../../src/proxy/memory-budget.js';
+import { MessageFramer } from '../../../src/wire/framer.js';
+import * as fe from '../../../src/wire/frontend-encode.js';
+
+/** A socket stand-in that records pause/resume. */
+function fakeSocket() {
+  const calls: string[] = [];
+  return {
+    calls,
+    pause: () => calls.push('pause'),
+    resume: () => calls.push('resume'),
+  };
+}
+
+describe('MemoryBudget', () => {
+  it('takes what fits, queues the rest first come first served, and grants on release', () => {
+    const b = new MemoryBudget(100);
+    const granted: string[] = [];
+    expect(b.take(60, () => granted.push('a'))).toBe(true);
+    expect(b.take(50, () => granted.push('b'))).toBe(false);
+    // 30 would fit, but b waits first: no overtaking.
+    expect(b.take(30, () => granted.push('c'))).toBe(false);
+    expect(b.waiting).toBe(2);
+    b.release(60);
+    expect(granted).toEqual(['b', 'c']);
+    expect(b.inUse).toBe(80);
+    expect(b.tooLarge(101)).toBe(true);
+    expect(b.tooLarge(100)).toBe(false);
+  });
+
+  it('a cancelled wait is never granted and lets the next one through', () => {
+    const b = new MemoryBudget(100);
+    b.take(90, () => {});
+    const late = () => {
+      throw new Error('granted after cancel');
+    };
+    b.take(50, late);
+    let next = false;
+    b.take(10, () => {
+      next = true;
+    });
+    b.cancel(late);
+    expect(next).toBe(true);
+    expect(b.inUse).toBe(100);
+  });
+});
+
+describe('MessageHold with a MessageFramer', () => {
+  const big = fe.query(`SELECT '${'a'.repeat(LARGE_MESSAGE_BYTES * 2)}'`);
+  const size = big.length;
+
+  it('takes the size of a large message when its header arrives, and hands it over when the message is cut', () => {
+    const budget = new MemoryBudget(size * 2);
+    const socket = fakeSocket();
+    const hold = new MessageHold(budget, socket);
+    const framer = new MessageFramer({ maxMessageBytes: size * 4, startup: false });
+    expect(framer.push(big.subarray(0, 1000))).toEqual([]);
+    expect(framer.pendingMessageBytes).toBe(size);
+    expect(hold.completed(framer)).toBe(0);
+    expect(hold.arrive(framer)).toBe('ok');
+    expect(budget.inUse).toBe(size);
+    const frames = framer.push(big.subarray(1000));
+    expect(frames).toHaveLength(1);
+    expect(hold.completed(framer)).toBe(size);
+    expect(framer.pendingMessageBytes).toBe(0);
+    hold.releaseAfterDrain(size, { writableNeedDrain: false, once: () => {} });
+    expect(budget.inUse).toBe(0);
+    expect(socket.calls).toEqual([]);
+  });
+
+  it('pauses the socket while the budget is taken by another connection, resumes once granted', () => {
+    const budget = new MemoryBudget(size + 10);
+    budget.take(20, () => {});
+    const socket = fakeSocket();
+    const hold = new MessageHold(budget, socket);
+    const framer = new MessageFramer({ maxMessageBytes: size * 4, startup: false });
+    framer.push(big.subarray(0, 100));
+    hold.arrive(framer);
+    expect(socket.calls).toEqual(['pause']);
+    // Someone else resumed it: the next chunk pauses it again.
+    framer.push(big.subarray(100, 200));
+    hold.arrive(framer);
+    expect(socket.calls).toEqual(['pause', 'pause']);
+    budget.release(20);
+    expect(socket.calls).toEqual(['pause', 'pause', 'resume']);
+    expect(budget.inUse).toBe(size);
+    hold.close();
+    expect(budget.inUse).toBe(0);
+  });
+
+  it('reports a message larger than the whole budget; the framer then drops it and frames what follows', () => {
+    const budget = new MemoryBudget(LARGE_MESSAGE_BYTES);
+    const hold = new MessageHold(budget, fakeSocket());
+    const framer = new MessageFramer({ maxMessageBytes: size * 4, startup: false });
+    framer.push(big.subarray(0, 5000));
+    expect(hold.arrive(framer)).toBe('too-large');
+    expect(framer.skipPending()).toBe(0x51);
+    expect(framer.buffered).toBe(0);
+    const after = fe.query('SELECT 1');
+    const frames = framer.push(Buffer.concat([big.subarray(5000), after]));
+    expect(frames.map((f) => f.bytes)).toEqual([after]);
+    expect(budget.inUse).toBe(0);
+  });
+
+  it('counts nothing for small messages or without a budget', () => {
+    const framer = new MessageFramer({ maxMessageBytes: size * 4, startup: false });
+    framer.push(fe.query('SELECT 1').subarray(0, 8));
+    const budget = new MemoryBudget(LARGE_MESSAGE_BYTES);
+    expect(new MessageHold(budget, fakeSocket()).arrive(framer)).toBe('ok');
+    expect(budget.inUse).toBe(0);
+  });
+});
