@@ -71,7 +71,7 @@ describe('rows larger than 16 MiB from the upstream', () => {
 });
 
 describe('a burst of large statements (small variant: 6 clients × 6 MB, budget 16 MiB)', () => {
-  let served: Served;
+  let served: Served | undefined;
   let dir: string;
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-memory-'));
@@ -81,14 +81,14 @@ describe('a burst of large statements (small variant: 6 clients × 6 MB, budget 
     );
   });
   afterAll(async () => {
-    served.child.kill('SIGTERM');
-    await served.exited;
+    served?.child.kill('SIGTERM');
+    await served?.exited;
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('answers every statement while the resident size stays under the budget plus a constant', async () => {
-    const pid = served.child.pid as number;
-    const url = `postgres://alice:alice@127.0.0.1:${served.port}/demo`;
+    const pid = served?.child.pid as number;
+    const url = `postgres://alice:alice@127.0.0.1:${served?.port}/demo`;
     // Warm up (the catalog, the parser) so that the baseline holds what every session needs.
     await burst(url, 1, 'SELECT 1 = 2 AS same');
     const before = rssOf(pid);
