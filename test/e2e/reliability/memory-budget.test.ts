@@ -96,8 +96,10 @@ describe('a burst of large statements (small variant: 6 clients × 6 MB, budget 
     const out = await burst(url, 6, hugeStatement(6_000_000));
     const peak = sampler.stop();
     expect(out.map((o) => o.ok)).toEqual([true, true, true, true, true, true]);
-    // The budget (16 MiB) plus a constant: a 6 MB message is read, decoded and analyzed with a few
-    // working copies, and V8 collects late; without the budget all six arrive at once.
-    expect(peak - before).toBeLessThan(16 * MiB + 96 * MiB);
+    // The budget (16 MiB) plus a constant: a message held is read, decoded, analyzed and rewritten
+    // with up to five working copies (chunks, frame, text, the rewrite's bytes and lower-cased text)
+    // that V8 collects late, so about 5 × 16 MiB, plus the heap's own growth; measured 110-131 MiB
+    // on a loaded machine. Without the budget all six arrive and are held at once.
+    expect(peak - before).toBeLessThan(16 * MiB + 144 * MiB);
   });
 });
