@@ -6,7 +6,6 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import YAML from 'yaml';
 import { createScramVerifier } from '../src/auth/scram-verifier.js';
-import type { Catalog, CatalogRelation } from '../src/catalog/types.js';
 import { parseConfig } from '../src/policy/config-load.js';
 import { DecisionCache } from '../src/policy/decision-cache.js';
 import { AuditLog } from '../src/proxy/audit.js';
@@ -18,49 +17,17 @@ import { createAnalysisCache, loadParser } from '../src/sql/analyze.js';
 import * as be from '../src/wire/backend.js';
 import { MessageFramer } from '../src/wire/framer.js';
 import * as fe from '../src/wire/frontend-encode.js';
-import { loadDemoCatalog } from '../test/fixtures/demo-catalog.js';
+import { pgbenchCatalog } from '../test/fixtures/demo-catalog.js';
 import { median } from './stats.js';
 
 /** pgbench's `-S` statement in simple mode (a literal) and in extended/prepared mode (a parameter). */
 const SIMPLE_SQL = (aid: number) => `SELECT abalance FROM pgbench_accounts WHERE aid = ${aid};`;
 const PARAM_SQL = 'SELECT abalance FROM pgbench_accounts WHERE aid = $1;';
-const ACCOUNTS_OID = 16_400;
 /**
  * Distinct requests per mode, played in turn: more simple-mode texts than the analysis cache keeps
  * exact entries for (10 000), so that, as under pgbench, an exact-text hit is rare.
  */
 const RING = 20_000;
-
-/** The demo catalog plus pgbench_accounts (aid, bid, abalance, filler), as `pgbench -i` creates it. */
-function benchCatalog(): Catalog {
-  const demo = loadDemoCatalog();
-  const col = (name: string, attnum: number, typeOid: number, typeName: string) => ({
-    name,
-    attnum,
-    typeOid,
-    typeName,
-    notNull: attnum === 1,
-    generated: null,
-    generatedFrom: [],
-    unique: attnum === 1,
-  });
-  const accounts: CatalogRelation = {
-    oid: ACCOUNTS_OID,
-    schema: 'public',
-    name: 'pgbench_accounts',
-    kind: 'table',
-    viewDefinition: null,
-    columns: [
-      col('aid', 1, 23, 'int4'),
-      col('bid', 2, 23, 'int4'),
-      col('abalance', 3, 23, 'int4'),
-      col('filler', 4, 1042, 'bpchar'),
-    ],
-  };
-  const relations = new Map(demo.relations);
-  relations.set('public.pgbench_accounts', accounts);
-  return { ...demo, version: 9001, relations };
-}
 
 /** The bench's two users (bench/setup.ts): `dba` sees everything, `masked` has pgbench_accounts.filler hidden. */
 const VERIFIER = createScramVerifier('hot-path');
@@ -129,11 +96,11 @@ class FakeSocket extends EventEmitter {
 }
 
 /** The upstream's replies to one pgbench -S transaction, as one chunk per round trip. */
-function replies() {
+function replies(accountsOid: number) {
   // Through the masking subquery too, Postgres reports the base column as the origin.
   const field = {
     name: 'abalance',
-    tableOid: ACCOUNTS_OID,
+    tableOid: accountsOid,
     columnAttnum: 3,
     typeOid: 23,
     typeSize: 4,
@@ -166,7 +133,8 @@ export interface HotPathWorld {
 export async function hotPathWorld(user: 'dba' | 'masked'): Promise<HotPathWorld> {
   await loadParser(15);
   const config = benchConfig();
-  const catalog = benchCatalog();
+  const catalog = pgbenchCatalog();
+  const accounts = catalog.relations.get('public.pgbench_accounts')?.oid ?? 0;
   let lines = 0;
   const auditLogger = pino(
     { level: 'info', base: undefined },
@@ -226,7 +194,7 @@ export async function hotPathWorld(user: 'dba' | 'masked'): Promise<HotPathWorld
     onTransactionStatus: () => {},
   });
   relay.start();
-  const r = replies();
+  const r = replies(accounts);
   const round = (request: Buffer, reply: Buffer) => {
     const up = toUpstream;
     const down = toClient;

@@ -1,41 +1,9 @@
 // The analysis cache: exact-text hits, normalized-text sharing only where no literal matters, pgbench -S hit rate.
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Catalog, CatalogRelation } from '../../../src/catalog/types.js';
 import { analyze, createAnalysisCache, loadParser } from '../../../src/sql/analyze.js';
 import { normalizedKey } from '../../../src/sql/normalize.js';
 import { loadedParser } from '../../../src/sql/parser.js';
-import { loadDemoCatalog } from '../../fixtures/demo-catalog.js';
-
-/** The demo catalog plus pgbench_accounts (aid, bid, abalance, filler), as `pgbench -i` creates it. */
-function pgbenchCatalog(): Catalog {
-  const demo = loadDemoCatalog();
-  const col = (name: string, attnum: number, typeOid: number, typeName: string) => ({
-    name,
-    attnum,
-    typeOid,
-    typeName,
-    notNull: attnum === 1,
-    generated: null,
-    generatedFrom: [],
-    unique: attnum === 1,
-  });
-  const accounts: CatalogRelation = {
-    oid: 990_001,
-    schema: 'public',
-    name: 'pgbench_accounts',
-    kind: 'table',
-    columns: [
-      col('aid', 1, 23, 'integer'),
-      col('bid', 2, 23, 'integer'),
-      col('abalance', 3, 23, 'integer'),
-      col('filler', 4, 1042, 'character(84)'),
-    ],
-    viewDefinition: null,
-  };
-  const relations = new Map(demo.relations);
-  relations.set('public.pgbench_accounts', accounts);
-  return { ...demo, relations };
-}
+import { loadDemoCatalog, pgbenchCatalog } from '../../fixtures/demo-catalog.js';
 
 function key(sql: string): string | null {
   const parser = loadedParser(15);
