@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { ApiKeyAuthenticator, tokenMatchesVerifier } from '../mcp/api-key-auth.js';
 import type { Config } from '../policy/config-schema.js';
 import type { Editor } from '../policy/grant-limits.js';
-import { findPrincipal } from '../policy/principals.js';
+import { findPrincipal, type Principal } from '../policy/principals.js';
 import { isWorkspaceAdmin, resolveRoles } from '../policy/resolve-roles.js';
 
 /** The session cookie's name. */
@@ -34,7 +34,17 @@ export type LoginResult =
 
 interface Session {
   readonly user: string;
+  /** The user's credential when it logged in ({@link credentialOf}): a new password ends the session. */
+  readonly credential: string;
   lastUsed: number;
+}
+
+/** A digest of what a user logs in with (its verifier, or a demo user's password). */
+function credentialOf(p: { verifiers: readonly string[]; password?: string }): string {
+  return crypto
+    .createHash('sha256')
+    .update(JSON.stringify([p.verifiers, p.password ?? null]))
+    .digest('base64url');
 }
 
 /** The roles `name` holds as a connection naming no role would (seed 000); none when it holds none. */
@@ -52,7 +62,8 @@ function rolesOf(config: Config, name: string, kind: 'user' | 'api-key', now: nu
  * lock the name for 15 minutes (429, even with the right password). Sessions live in this instance's
  * memory, keyed by a random 256-bit id sent as an HttpOnly SameSite=Strict cookie. API keys present
  * `Authorization: Bearer <token>` (mcp/api-key-auth.ts finds the key). Every request re-reads the
- * config in force: a disabled user or revoked key is refused at once.
+ * config in force: a disabled user or revoked key is refused at once, and so is every session of a
+ * user whose password changed since it logged in (a session taken before a reset does not outlive it).
  */
 export class AdminAuth {
   private readonly sessions = new Map<string, Session>();
@@ -97,7 +108,7 @@ export class AdminAuth {
     }
     this.failures.delete(user);
     const sessionId = crypto.randomBytes(32).toString('base64url');
-    this.sessions.set(sessionId, { user, lastUsed: now });
+    this.sessions.set(sessionId, { user, credential: credentialOf(p as Principal), lastUsed: now });
     return { ok: true, sessionId };
   }
 
@@ -135,7 +146,7 @@ export class AdminAuth {
       return undefined;
     }
     const p = findPrincipal(config, s.user, now);
-    if (p?.kind !== 'user') {
+    if (p?.kind !== 'user' || credentialOf(p) !== s.credential) {
       this.sessions.delete(sessionId);
       return undefined;
     }

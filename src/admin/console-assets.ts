@@ -22,8 +22,9 @@ export function isConsolePath(url: string): boolean {
 /**
  * Registers the console under `/console/` (`/` redirects there) with @fastify/static
  * (https://github.com/fastify/fastify-static): every asset from {@link CONSOLE_DIR}, with
- * {@link CONSOLE_CSP}, `X-Content-Type-Options: nosniff` and `Cache-Control: no-cache` (an upgraded
- * pgwarden serves its new files at once).
+ * `Cache-Control: no-cache` (an upgraded pgwarden serves its new files at once); every answer of the
+ * server, console or API, carries {@link CONSOLE_CSP}, `X-Frame-Options: DENY` (frame-ancestors for
+ * browsers without CSP 2), `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
  */
 export async function consoleAssets(app: FastifyInstance): Promise<void> {
   await app.register(fastifyStatic, {
@@ -32,11 +33,16 @@ export async function consoleAssets(app: FastifyInstance): Promise<void> {
     index: ['index.html'],
     cacheControl: false,
     setHeaders(reply) {
-      reply.header('content-security-policy', CONSOLE_CSP);
-      reply.header('x-content-type-options', 'nosniff');
-      reply.header('referrer-policy', 'no-referrer');
       reply.header('cache-control', 'no-cache');
     },
+  });
+  // Every answer, the console's files and the API's JSON alike (a 404, an error, a redirect too).
+  app.addHook('onSend', async (_req, reply, payload) => {
+    reply.header('content-security-policy', CONSOLE_CSP);
+    reply.header('x-frame-options', 'DENY');
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'no-referrer');
+    return payload;
   });
   app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.redirect('/console/'));
   app.get('/console', { schema: { hide: true } }, async (_req, reply) => reply.redirect('/console/'));

@@ -3,10 +3,11 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { APP_ACTIONS, DATA_ACTIONS, permissionSchema } from '../policy/config-schema.js';
 import { gridVerdicts } from '../policy/effective-grid.js';
+import { editorDatabases } from '../policy/grant-limits.js';
 import { describeRule } from '../policy/refusal-messages.js';
 import { CatalogSource, CatalogUnavailable } from '../proxy/catalog-source.js';
 import { HttpError } from './admin-http.js';
-import { type AdminContext, need } from './policy-edit.js';
+import { type AdminContext, callerOf, need } from './policy-edit.js';
 
 const databaseParam = z.object({ database: z.string().min(1).max(63) }).strict();
 const roleParam = z.object({ name: z.string().min(1).max(63) }).strict();
@@ -49,8 +50,8 @@ export function gridRoutes(app: FastifyInstance, ctx: AdminContext): void {
         summary: "the databases of the config, by name, and the grid's actions (app-level and data)",
       },
     },
-    async () => ({
-      databases: Object.keys(ctx.config().config.databases),
+    async (req) => ({
+      databases: Object.keys(editorDatabases(ctx.config().config, callerOf(req))),
       app_actions: APP_ACTIONS,
       actions: DATA_ACTIONS,
     }),
@@ -68,7 +69,8 @@ export function gridRoutes(app: FastifyInstance, ctx: AdminContext): void {
     },
     async (req) => {
       const db = req.params.database;
-      const databases = ctx.config().config.databases;
+      // A database the caller may not open is answered as one the config does not list.
+      const databases = editorDatabases(ctx.config().config, callerOf(req));
       const entry = Object.hasOwn(databases, db) ? databases[db] : undefined;
       if (!entry) throw new HttpError(404, 'not-found', `the config lists no database "${db}"`);
       let catalog: Awaited<ReturnType<CatalogSource['get']>>;

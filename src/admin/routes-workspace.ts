@@ -6,9 +6,10 @@ import { z } from 'zod';
 import { checkJson } from '../policy/check-report.js';
 import { checkReport } from '../policy/check-run.js';
 import { workspaceSettingsSchema } from '../policy/config-schema.js';
+import { editorDatabases } from '../policy/grant-limits.js';
 import { CatalogSource } from '../proxy/catalog-source.js';
 import { HttpError } from './admin-http.js';
-import { type AdminContext, commitEdit, need, policyNow, versionOf } from './policy-edit.js';
+import { type AdminContext, callerOf, commitEdit, need, policyNow, versionOf } from './policy-edit.js';
 
 const historyQuery = z
   .object({
@@ -183,8 +184,11 @@ export function workspaceRoutes(app: FastifyInstance, ctx: AdminContext): void {
       },
     },
     async (req) => {
+      // Only analysed and decided, never run upstream; and only on the databases the caller may open
+      // (another is answered as one the config does not list: its tables stay unnamed).
+      const config = ctx.config().config;
       const r = await checkReport(
-        ctx.config().config,
+        { ...config, databases: editorDatabases(config, callerOf(req)) },
         {
           user: req.body.user,
           sql: req.body.sql,

@@ -1,6 +1,7 @@
 // pgwarden's rule beyond the seed: an editor can never grant more than it holds itself.
 import { APP_ACTIONS, type AppAction, type Config, type Permission } from './config-schema.js';
 import { holdsAppAction } from './connection-roles.js';
+import { rolesGrantOn } from './database-access.js';
 import { findPrincipal } from './principals.js';
 import { resolveRoles } from './resolve-roles.js';
 import { ruleScope } from './rule-match.js';
@@ -35,6 +36,21 @@ function overlaps(a: Scope, b: Scope): boolean {
  */
 export function editorHolds(config: Config, editor: Editor, action: AppAction): boolean {
   return editor.workspaceAdmin || holdsAppAction(config, editor.roles, action);
+}
+
+/**
+ * The databases of `config` whose catalog `editor` may read through the admin API (the grid's tree,
+ * "try a statement"): every one for a workspace admin (it may name any role, seed 000), otherwise
+ * those where an allow rule of its roles grants something (database-access.ts `rolesGrantOn`), as a
+ * connection through the proxy would be opened (issue 16 item 7: a caller granted nothing on a
+ * database does not read its table names). Output: `config.databases` without the others.
+ */
+export function editorDatabases(config: Config, editor: Editor): Config['databases'] {
+  return Object.fromEntries(
+    Object.entries(config.databases).filter(
+      ([db]) => editor.workspaceAdmin || rolesGrantOn(config, editor.roles, db),
+    ),
+  );
 }
 
 /**
