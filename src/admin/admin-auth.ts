@@ -103,6 +103,10 @@ export class AdminAuth {
     if (!good) {
       recent.push(now);
       this.failures.set(user, recent);
+      // Names tried once and never again would otherwise be kept for ever (one per name sprayed).
+      if (this.failures.size > 1000)
+        for (const [name, times] of this.failures)
+          if (now - (times[times.length - 1] ?? 0) >= LOCK_WINDOW_MS) this.failures.delete(name);
       await new Promise((r) => setTimeout(r, this.delayMs()));
       return { ok: false, status: 401, message: 'password authentication failed' };
     }
