@@ -11,6 +11,7 @@ import { configEpoch } from './policy/policy-document.js';
 import type { PolicySource } from './policy/policy-source.js';
 import { wallsIntact } from './policy/wall-switches.js';
 import { type ProxyServer, startProxy } from './proxy/server.js';
+import type { WorkerRole } from './proxy/workers.js';
 
 /** Exit code for a configuration that cannot be used (also a listen address that cannot be bound). */
 const EXIT_CONFIG = 2;
@@ -76,6 +77,17 @@ Refusing to start without a policy; configure policy_cache to start from the las
   }
 }
 
+/** The fleet wiring of `serve` (src/proxy/fleet.ts); exits 1 with the store's message when it cannot be joined. */
+async function joinFleetOrExit(instance: LoadedConfig, logger: Logger, worker: WorkerRole | undefined) {
+  const { joinFleet } = await import('./proxy/fleet.js');
+  try {
+    return await joinFleet(instance.config, logger, worker?.fleet ?? { role: 'instance' });
+  } catch (e) {
+    process.stderr.write(`pgwarden serve: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
 /** The hint for a listen address that cannot be bound; `how` says how to choose another. */
 function listenHint(e: unknown, listen: string, how: string): string | undefined {
   const code = (e as NodeJS.ErrnoException).code;
@@ -92,7 +104,15 @@ function listenHint(e: unknown, listen: string, how: string): string | undefined
 async function serve(
   file: string,
   logger: Logger,
-  opts: { pretty?: boolean; command: string; how: string; onStop?: () => Promise<void>; admin?: string },
+  opts: {
+    pretty?: boolean;
+    command: string;
+    how: string;
+    onStop?: () => Promise<void>;
+    admin?: string;
+    /** Set in a worker of `serve --workers` (src/proxy/workers.ts). */
+    worker?: WorkerRole;
+  },
 ): Promise<{ proxy: ProxyServer; loaded: LoadedConfig; adminAddress?: { host: string; port: number } }> {
   if (!wallsIntact()) {
     // Only a test can turn a wall off (wall-switches.ts); a proxy never runs so.
@@ -110,17 +130,26 @@ async function serve(
   );
   let proxy: ProxyServer | undefined;
   const source = await servePolicy(instance, logger, (next) => proxy?.reload(next));
+  const fleet = await joinFleetOrExit(instance, logger, opts.worker);
   try {
-    proxy = await startProxy(source?.loaded ?? instance, logger, { auditLogger: audit.logger });
+    proxy = await startProxy(source?.loaded ?? instance, logger, {
+      auditLogger: audit.logger,
+      cancelOwner: fleet.owner,
+      cancelRoutes: fleet.routes,
+      ...(source ? { policy: source } : {}),
+    });
   } catch (e) {
     const hint = listenHint(e, instance.config.listen, opts.how);
     if (!hint) throw e;
+    await fleet.close();
     await source?.close();
     await opts.onStop?.();
     process.stderr.write(`pgwarden ${opts.command}: ${hint}\n`);
     process.exit(EXIT_CONFIG);
   }
   const running = proxy;
+  await fleet.listening(running.address);
+  opts.worker?.ready(running, fleet);
   // A change committed while the proxy was starting.
   if (source && configEpoch(source.loaded.config) !== running.epoch()) running.reload(source.loaded);
   const admin = opts.admin
@@ -151,6 +180,7 @@ async function serve(
     logger.info({ event: 'shutdown', signal }, 'shutting down');
     await admin?.close();
     await running.close();
+    await fleet.close();
     await source?.close();
     await opts.onStop?.();
     audit.close();
@@ -176,12 +206,27 @@ program
     '--admin <host:port>',
     'serve the admin API (JSON over HTTP, /api/openapi.json) here; off by default',
   )
-  .action(async (opts: { config: string; pretty?: boolean; admin?: string }) => {
-    await serve(opts.config, makeLogger({ pretty: opts.pretty }), {
+  .option('--workers <n>', 'run N worker processes sharing the listening socket (node:cluster)', '1')
+  .action(async (opts: { config: string; pretty?: boolean; admin?: string; workers: string }) => {
+    const workers = Number(opts.workers);
+    const logger = makeLogger({ pretty: opts.pretty });
+    const { MAX_WORKERS, runPrimary, workerRole } = await import('./proxy/workers.js');
+    if (!Number.isInteger(workers) || workers < 1 || workers > MAX_WORKERS) {
+      process.stderr.write(`pgwarden serve: --workers must be an integer from 1 to ${MAX_WORKERS}\n`);
+      process.exit(EXIT_CONFIG);
+    }
+    const role = workers > 1 ? workerRole() : undefined;
+    if (workers > 1 && !role) {
+      await runPrimary({ config: loadOrExit(opts.config, logger), workers, logger });
+      return;
+    }
+    await serve(opts.config, role ? logger.child({ worker: role.index }) : logger, {
       pretty: opts.pretty,
       command: 'serve',
       how: `Choose another listen address in ${opts.config}.`,
-      ...(opts.admin !== undefined ? { admin: opts.admin } : {}),
+      // With workers, the first one serves the admin API.
+      ...(opts.admin !== undefined && (role?.index ?? 0) === 0 ? { admin: opts.admin } : {}),
+      ...(role ? { worker: role } : {}),
     });
   });
 

@@ -390,6 +390,23 @@ export const configSchema = z
      * store cannot be reached at start (issue 19). Relative to the config file.
      */
     policy_cache: z.string().min(1).optional(),
+    /**
+     * With `policy_store`: how instances of a fleet find each other (cancel forwarding, issue 21)
+     * and how far an instance's policy may lag the store before it refuses statements.
+     */
+    fleet: z
+      .object({
+        /** The `host:port` other instances forward CancelRequests to (default: `listen`, unless a wildcard). */
+        advertise: hostPort.optional(),
+        /** How often the instance renews its row in `pgwarden.fleet_instances` and checks its policy against the store. */
+        heartbeat_ms: z.number().int().min(100).max(60_000).default(1000),
+        /** How long a row lives without a heartbeat (a killed instance's slot is free after this). */
+        instance_ttl_ms: z.number().int().min(300).max(600_000).default(5000),
+        /** How long the policy in force may go unconfirmed by the store before statements are refused (57P03). */
+        max_policy_lag_ms: z.number().int().min(200).default(10_000),
+      })
+      .strict()
+      .default({}),
     ...policyShape,
     /** A keys file beside the config (`pgwarden keys …` edits it); relative to the config file. */
     keys_file: z.string().optional(),
@@ -420,6 +437,18 @@ export const configSchema = z
         code: 'custom',
         path: ['keys_file'],
         message: 'API keys live in the policy store when policy_store is set (the admin API edits them)',
+      });
+    if (c.fleet.instance_ttl_ms < 2 * c.fleet.heartbeat_ms)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['fleet', 'instance_ttl_ms'],
+        message: 'must be at least twice fleet.heartbeat_ms (a row must outlive a late heartbeat)',
+      });
+    if (c.fleet.max_policy_lag_ms <= c.fleet.heartbeat_ms)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['fleet', 'max_policy_lag_ms'],
+        message: 'must exceed fleet.heartbeat_ms (the policy is confirmed once a heartbeat)',
       });
     if (c.policy_cache !== undefined && c.policy_store === undefined)
       ctx.addIssue({ code: 'custom', path: ['policy_cache'], message: 'needs policy_store' });

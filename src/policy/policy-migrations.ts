@@ -95,4 +95,23 @@ export const POLICY_MIGRATIONS: readonly Migration[] = [
     name: 'policy-002-versions-policy-json',
     sql: 'ALTER TABLE pgwarden.policy_versions ALTER COLUMN policy TYPE json USING policy::json',
   },
+  {
+    // Issue 21: the live instances of a fleet, each holding a slot (encoded in the BackendKeyData
+    // it issues) and the address other instances forward CancelRequests to. A row without a
+    // heartbeat past expires_at is free for another instance.
+    name: 'policy-003-fleet-instances',
+    sql: `
+      CREATE TABLE pgwarden.fleet_instances (
+        slot int PRIMARY KEY CHECK (slot BETWEEN 1 AND 255),
+        instance_id text NOT NULL UNIQUE,
+        cancel_address text,
+        host text NOT NULL,
+        pid int NOT NULL,
+        workers int NOT NULL DEFAULT 1,
+        started_at timestamptz NOT NULL DEFAULT now(),
+        heartbeat_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL
+      );
+    `,
+  },
 ];

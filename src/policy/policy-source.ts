@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { LoadedConfig } from './config-load.js';
 import type { Policy } from './config-schema.js';
 import { validatePolicy, withPolicy } from './policy-document.js';
+import { type PolicyCurrency, PolicyLag } from './policy-lag.js';
 import { POLICY_CHANNEL } from './policy-migrations.js';
 import { PolicyStore, PolicyStoreUnavailableError, type StoredPolicy } from './policy-store.js';
 
@@ -45,7 +46,10 @@ function merged(instance: LoadedConfig, policy: Policy): LoadedConfig {
  * {@link PolicyStoreUnavailableError}), then LISTENs on `pgwarden_policy`: each NOTIFY re-reads the
  * store and calls `onChange` with the merged config. A lost LISTEN connection is retried every
  * 0.5 s; until it is back the instance keeps its last epoch (`state: 'disconnected'`, logged), and on
- * reconnect it re-reads the store and catches up.
+ * reconnect it re-reads the store and catches up. Once a `fleet.heartbeat_ms` it also asks the
+ * store for its newest version (a missed NOTIFY is caught up then) and keeps the time the policy in
+ * force was last confirmed current: past `fleet.max_policy_lag_ms`, {@link currency} says it is not
+ * (issue 21, "Fleet consistency": statements are refused, /readyz fails), logged once per streak.
  */
 export class PolicySource {
   private listener: pg.Client | undefined;
@@ -53,6 +57,10 @@ export class PolicySource {
   private retry: NodeJS.Timeout | undefined;
   private closed = false;
   private state: PolicySourceStatus;
+  private readonly lag: PolicyLag;
+  private poll: NodeJS.Timeout | undefined;
+  private polling = false;
+  private wasCurrent = true;
 
   private constructor(
     private instance: LoadedConfig,
@@ -69,6 +77,8 @@ export class PolicySource {
       from,
       since: new Date().toISOString(),
     };
+    this.lag = new PolicyLag(instance.config.fleet.max_policy_lag_ms);
+    if (from === 'cache') this.lag.unconfirmed('started from policy_cache: the policy store was unreachable');
   }
 
   /** Opens the store (or the cache) for `instance` (whose config has `policy_store`) and starts listening. */
@@ -102,7 +112,86 @@ export class PolicySource {
       source = new PolicySource(instance, undefined, cached, 'cache', logger, onChange);
     }
     await source.listen();
+    source.startPolling();
     return source;
+  }
+
+  /** Whether the policy in force is within `fleet.max_policy_lag_ms` of the store now (cheap). */
+  isCurrent(): boolean {
+    return this.lag.isCurrent();
+  }
+
+  /** The fleet-consistency state of the policy in force (issue 21). */
+  currency(): PolicyCurrency {
+    return this.lag.status(this.current.epoch, this.current.version);
+  }
+
+  private startPolling(): void {
+    const every = this.instance.config.fleet.heartbeat_ms;
+    this.poll = setInterval(() => void this.checkCurrent(every), every);
+    this.poll.unref();
+  }
+
+  /**
+   * Asks the store for its newest version: the same epoch confirms the policy in force as of when
+   * the question was sent; a newer one is read at once. One question at a time; one unanswered
+   * after `timeoutMs` leaves the policy unconfirmed (a store that hangs is a store that lags).
+   */
+  private async checkCurrent(timeoutMs: number): Promise<void> {
+    this.noteCurrency();
+    const store = this.storeHandle;
+    if (this.polling || this.closed) return;
+    if (!store) {
+      this.lag.unconfirmed('the policy store is unreachable');
+      return;
+    }
+    this.polling = true;
+    const sentAt = Date.now();
+    const late = setTimeout(
+      () => this.lag.unconfirmed(`the policy store has not answered for ${timeoutMs} ms`),
+      timeoutMs,
+    );
+    try {
+      const head = await store.head();
+      if (head.epoch === null ? this.current.version === 0 : head.epoch === this.current.epoch)
+        this.lag.confirm(sentAt);
+      else {
+        this.lag.unconfirmed(`the store holds version ${head.version}, not loaded yet`);
+        await this.refresh();
+      }
+    } catch (e) {
+      this.lag.unconfirmed(`cannot read the policy store: ${(e as Error).message}`);
+    } finally {
+      clearTimeout(late);
+      this.polling = false;
+      // A late answer is old news: ask again at once rather than count on it.
+      if (Date.now() - sentAt > timeoutMs) void this.checkCurrent(timeoutMs);
+      else this.noteCurrency();
+    }
+  }
+
+  /** Logs the start and the end of a streak of not being current ("never without saying so"). */
+  private noteCurrency(): void {
+    const c = this.currency();
+    if (c.current === this.wasCurrent) return;
+    this.wasCurrent = c.current;
+    if (!c.current)
+      this.logger.error(
+        {
+          event: 'policy-stale',
+          lag_ms: c.lagMs,
+          bound_ms: c.boundMs,
+          epoch: c.epoch,
+          version: c.version,
+          reason: c.reason,
+        },
+        'the policy in force is not confirmed current: statements are refused until it catches up',
+      );
+    else
+      this.logger.info(
+        { event: 'policy-current', epoch: c.epoch, version: c.version },
+        'policy current again',
+      );
   }
 
   /** The instance config with the policy in force. */
@@ -133,9 +222,12 @@ export class PolicySource {
   async refresh(full = false): Promise<void> {
     const store = this.storeHandle;
     if (!store) return;
+    const sentAt = Date.now();
     try {
       const stored = full ? await store.current() : await store.latest();
       this.state = { ...this.state, version: stored.version, epoch: stored.epoch, from: 'store' };
+      this.lag.confirm(sentAt);
+      this.noteCurrency();
       if (stored.epoch === this.current.epoch) return;
       this.current = stored;
       this.writeCache(stored);
@@ -145,6 +237,7 @@ export class PolicySource {
       );
       this.onChange(this.loaded, stored);
     } catch (e) {
+      this.lag.unconfirmed(`cannot read the policy store: ${(e as Error).message}`);
       this.logger.error(
         { event: 'policy-reload-failed', err: (e as Error).message },
         'cannot read the policy store',
@@ -155,6 +248,7 @@ export class PolicySource {
   /** Stops listening and closes the store. */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.poll);
     clearInterval(this.ping);
     clearTimeout(this.retry);
     await this.listener?.end().catch(() => {});

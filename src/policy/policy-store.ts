@@ -225,6 +225,18 @@ export class PolicyStore {
     };
   }
 
+  /**
+   * The newest version's number and epoch (one indexed row; version 0 and null when nothing was
+   * committed): what an instance compares its policy with once a heartbeat (issue 21).
+   */
+  async head(): Promise<{ version: number; epoch: string | null }> {
+    const r = await this.pool.query<{ version: string; epoch: string }>(
+      'SELECT version, epoch FROM pgwarden.policy_versions ORDER BY version DESC LIMIT 1',
+    );
+    const row = r.rows[0];
+    return row ? { version: Number(row.version), epoch: row.epoch } : { version: 0, epoch: null };
+  }
+
   /** The history, newest first: at most `limit` entries (1–1000) older than version `before`. */
   async history(opts: { limit?: number; before?: number } = {}): Promise<PolicyVersionEntry[]> {
     const limit = Math.max(1, Math.min(opts.limit ?? 50, 1000));

@@ -1,5 +1,6 @@
 // Maps the BackendKeyData pgwarden issues to clients onto the upstream session's own key.
 import crypto from 'node:crypto';
+import { encodeProcessId, freshSecret, type KeyOwner, RANDOM_MASK, secretPart } from './cancel-key.js';
 
 /** What a client's CancelRequest is forwarded as: the upstream backend's key. */
 export interface CancelTarget {
@@ -11,18 +12,33 @@ export interface CancelTarget {
 
 /**
  * Issues our own (processId, secretKey) pairs so the upstream's never reach a client, and finds
- * the target for a CancelRequest. The secret is compared in constant time; an unknown or wrong
- * key is ignored silently, as PostgreSQL ignores it (protocol 55.2.7).
+ * the target for a CancelRequest. A key names its owner (cancel-key.ts: the fleet slot and the
+ * worker), so that an instance or worker that does not hold it can route the request on. The
+ * secret is compared in constant time, its TTL bits aside; an unknown or wrong key is ignored
+ * silently, as PostgreSQL ignores it (protocol 55.2.7).
  */
 export class CancelRegistry {
   private readonly byPid = new Map<number, { secret: number; target: CancelTarget }>();
 
-  /** Registers `target` and returns the key to send the client in BackendKeyData. */
+  /** `owner`: the slot and worker stamped on new keys (read at each issue: a slot may be claimed later). */
+  constructor(private owner: () => KeyOwner = () => ({ slot: 0, worker: 0 })) {}
+
+  /** Who owns the keys issued from now on. */
+  get self(): KeyOwner {
+    return this.owner();
+  }
+
+  /**
+   * Registers `target` and returns the key to send the client in BackendKeyData. Throws when this
+   * process holds RANDOM_MASK (262143) keys already (max_client_connections is far below).
+   */
   issue(target: CancelTarget): { processId: number; secretKey: number } {
+    if (this.byPid.size >= RANDOM_MASK) throw new Error('no cancel key is free in this process');
+    const owner = this.owner();
     let processId: number;
-    do processId = crypto.randomInt(1, 0x7fffffff);
+    do processId = encodeProcessId(owner, crypto.randomInt(1, RANDOM_MASK + 1));
     while (this.byPid.has(processId));
-    const secretKey = crypto.randomBytes(4).readInt32BE(0);
+    const secretKey = freshSecret(crypto.randomBytes(4).readInt32BE(0));
     this.byPid.set(processId, { secret: secretKey, target });
     return { processId, secretKey };
   }
@@ -32,14 +48,14 @@ export class CancelRegistry {
     this.byPid.delete(processId);
   }
 
-  /** The target for a CancelRequest, or undefined when the key does not match. */
+  /** The target for a CancelRequest (any TTL), or undefined when the key does not match. */
   find(processId: number, secretKey: number): CancelTarget | undefined {
-    const entry = this.byPid.get(processId);
+    const entry = this.byPid.get(processId >>> 0);
     if (!entry) return undefined;
     const a = Buffer.alloc(4);
     const b = Buffer.alloc(4);
-    a.writeInt32BE(entry.secret);
-    b.writeInt32BE(secretKey | 0);
+    a.writeInt32BE(secretPart(entry.secret));
+    b.writeInt32BE(secretPart(secretKey));
     return crypto.timingSafeEqual(a, b) ? entry.target : undefined;
   }
 

@@ -11,6 +11,7 @@ import { splitHostPort } from '../policy/config-schema.js';
 import { DecisionCache } from '../policy/decision-cache.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
 import { configEpoch } from '../policy/policy-document.js';
+import { type PolicyCurrency, staleRefusal } from '../policy/policy-lag.js';
 import type { WallSwitches } from '../policy/wall-switches.js';
 import { RewriteCache } from '../rewrite/rewrite-cache.js';
 import { ManagedRoles } from '../roles/managed-roles.js';
@@ -18,7 +19,9 @@ import type { AnalysisCacheStats } from '../sql/analysis-cache.js';
 import { createAnalysisCache } from '../sql/analyze.js';
 import { type ErrorFields, errorResponse } from '../wire/backend.js';
 import { AuditLog } from './audit.js';
+import type { KeyOwner } from './cancel-key.js';
 import { CancelRegistry } from './cancel-registry.js';
+import { type CancelOutcome, type CancelRoutes, routeCancel } from './cancel-routing.js';
 import { CatalogSource } from './catalog-source.js';
 import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js';
 import { CATALOG_REFRESH_MIN_MS, ClientError, ClientSession } from './session.js';
@@ -50,6 +53,13 @@ export interface ProxyServer {
   epoch(): string;
   /** The config in force. */
   config(): LoadedConfig;
+  /**
+   * Whether this instance should get new connections (issue 21, for `/readyz`): false while its
+   * policy lags the store past the bound or it is shutting down; `reasons` says why, in words.
+   */
+  readiness(): { ready: boolean; reasons: string[]; policy?: PolicyCurrency };
+  /** Serves a CancelRequest handed over by a sibling worker: this process's keys only, never routed on. */
+  cancelHere(processId: number, secretKey: number): Promise<boolean>;
   /** The managed roles of `roles: managed` databases (sweeps, sync state; tests drive them). */
   readonly managed: ManagedRoles;
   /**
@@ -108,6 +118,14 @@ export interface ProxyOptions {
    * holds alone. The command line never sets it; not part of the config schema.
    */
   readonly walls?: WallSwitches;
+  /**
+   * Fleet and workers (issue 21): who owns the keys this process issues (its fleet slot and
+   * worker index; read at each issue), and where a CancelRequest for another owner's key goes.
+   */
+  readonly cancelOwner?: () => KeyOwner;
+  readonly cancelRoutes?: CancelRoutes;
+  /** The policy's currency against the store (PolicySource); absent: the file's policy, never stale. */
+  readonly policy?: { isCurrent(): boolean; currency(): PolicyCurrency };
 }
 
 /**
@@ -127,7 +145,14 @@ export async function startProxy(
   let current = initial;
   let secure = loadTls(initial);
   const sessions = new Set<ClientSession>();
-  const cancels = new CancelRegistry();
+  const cancels = new CancelRegistry(opts.cancelOwner);
+  const cancelRoutes = opts.cancelRoutes ?? {};
+  const cancel = async (processId: number, secretKey: number): Promise<CancelOutcome> =>
+    routeCancel(cancels, cancelRoutes, processId, secretKey);
+  const policy = opts.policy;
+  const policyRefusal = policy
+    ? () => (policy.isCurrent() ? undefined : staleRefusal(policy.currency()))
+    : undefined;
   const verifiers = new VerifierCache(authSecretFor(initial.config, initial.file));
   // Under `roles: managed`, every catalog read is followed by a grant sync (issue 17).
   const managed: ManagedRoles = new ManagedRoles({
@@ -214,6 +239,8 @@ export async function startProxy(
       logger,
       cancels,
       memory,
+      cancel,
+      ...(policyRefusal ? { policyRefusal } : {}),
       verifiers,
       tls: secure,
       catalogs,
@@ -275,6 +302,21 @@ export async function startProxy(
     },
     epoch: () => configEpoch(current.config),
     config: () => current,
+    readiness() {
+      const reasons: string[] = [];
+      if (closing) reasons.push('shutting down');
+      const c = policy?.currency();
+      if (c && !c.current)
+        reasons.push(
+          `policy not confirmed current for ${c.lagMs} ms (bound ${c.boundMs} ms)${c.reason ? `: ${c.reason}` : ''}`,
+        );
+      return { ready: reasons.length === 0, reasons, ...(c ? { policy: c } : {}) };
+    },
+    async cancelHere(processId, secretKey) {
+      const target = cancels.find(processId, secretKey);
+      await target?.cancel();
+      return target !== undefined;
+    },
     reload(next) {
       secure = loadTls(next);
       current = next;

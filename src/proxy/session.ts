@@ -16,7 +16,7 @@ import {
 } from '../policy/connection-roles.js';
 import { checkDatabaseAccess } from '../policy/database-access.js';
 import type { DecisionCache } from '../policy/decision-cache.js';
-import type { ConnectionKind } from '../policy/decision-types.js';
+import type { ConnectionKind, Refusal } from '../policy/decision-types.js';
 import { findPrincipal, type Principal } from '../policy/principals.js';
 import type { WallSwitches } from '../policy/wall-switches.js';
 import type { RewriteCache } from '../rewrite/rewrite-cache.js';
@@ -42,6 +42,7 @@ import { decodeSASLInitialResponse, decodeSASLResponse, decodeStartupPacket } fr
 import { ProtocolError } from '../wire/protocol-error.js';
 import type { AuditLog } from './audit.js';
 import type { CancelRegistry } from './cancel-registry.js';
+import type { CancelOutcome } from './cancel-routing.js';
 import { type CatalogSource, CatalogUnavailable } from './catalog-source.js';
 import { FrameQueue } from './frame-queue.js';
 import type { MemoryBudget } from './memory-budget.js';
@@ -80,6 +81,8 @@ export interface SessionContext {
   readonly config: () => LoadedConfig;
   readonly logger: Logger;
   readonly cancels: CancelRegistry;
+  /** Serves a CancelRequest: here, or routed to the worker or instance whose key it is (cancel-routing.ts). */
+  readonly cancel: (processId: number, secretKey: number) => Promise<CancelOutcome>;
   readonly verifiers: VerifierCache;
   readonly tls: tls.SecureContext | undefined;
   readonly catalogs: CatalogSource;
@@ -108,6 +111,8 @@ export interface SessionContext {
   readonly admit: (session: ClientSession) => ErrorFields | undefined;
   /** Called once when the session has ended (both sockets closed). */
   readonly onClose: (session: ClientSession) => void;
+  /** The refusal while the policy lags the store past its bound (issue 21); absent: never stale. */
+  readonly policyRefusal?: () => Refusal | undefined;
 }
 
 /** A FATAL or ERROR to send the client: an ErrorResponse with its SQLSTATE. */
@@ -385,8 +390,8 @@ export class ClientSession {
       const frame = await queue.next(AUTH_TIMEOUT_MS);
       const packet = decodeStartupPacket(frame.payload);
       if (packet.kind === 'cancel') {
-        await this.ctx.cancels.find(packet.processId, packet.secretKey)?.cancel();
-        this.log.info({ event: 'cancel-request' }, 'cancel request');
+        const outcome = await this.ctx.cancel(packet.processId, packet.secretKey);
+        this.log.info({ event: 'cancel-request', outcome }, 'cancel request');
         this.client.end();
         return;
       }
@@ -658,6 +663,7 @@ export class ClientSession {
           return this.changedInTx ? undefined : this.ctx.catalogs.peek(database);
         },
         inBandCatalog: () => readOwn(),
+        ...(this.ctx.policyRefusal ? { policyRefusal: this.ctx.policyRefusal } : {}),
       },
       cache: this.ctx.analyses,
       decide: (analysis, roles, dctx) => this.ctx.decisions.decide(analysis, roles, dctx),

@@ -114,6 +114,11 @@ export interface GateSession {
   readonly rewrites?: RewriteCache;
   /** Test-only wall switches (policy/wall-switches.ts); absent: every wall on. */
   readonly walls?: WallSwitches;
+  /**
+   * The refusal while the instance's policy lags the store past the bound (issue 21, 57P03), else
+   * undefined; absent: the policy is the config file's, never stale.
+   */
+  readonly policyRefusal?: () => Refusal | undefined;
 }
 
 /** SQLSTATEs of analysis refusals that a fresher catalog may cure (issue 5: analysis runs once more). */
@@ -166,6 +171,8 @@ export function gate(
   decide: Decider,
   memo?: GateMemo,
 ): GateResult | Promise<GateResult> {
+  const stale = session.policyRefusal?.();
+  if (stale) return staleGate(sql, session, cache, decide, stale);
   // The hot path is synchronous: a loaded catalog and an analysis that needs no fresher one.
   const now = session.catalogNow();
   if (now) {
@@ -181,6 +188,33 @@ export function gate(
     if (fast) return fast;
   }
   return slowGate(sql, session, cache, decide);
+}
+
+/** Transaction ends that stay allowed while the policy is stale: they read nothing and free the session. */
+const ENDS_TRANSACTION: ReadonlySet<SessionEffect['kind']> = new Set(['rollback', 'rollback-to']);
+
+/**
+ * The gate while the policy in force is not confirmed current: only ROLLBACK (and ROLLBACK TO
+ * SAVEPOINT) is let through, so a client can leave its transaction; everything else gets `stale`.
+ */
+async function staleGate(
+  sql: string,
+  session: GateSession,
+  cache: AnalysisCache,
+  decide: Decider,
+  stale: Refusal,
+): Promise<GateResult> {
+  const { policyRefusal: _, ...rest } = session;
+  const r = await gate(sql, rest, cache, decide);
+  const onlyRollback =
+    r.ok &&
+    r.plans.length > 0 &&
+    r.plans.every(
+      (p) =>
+        p.statement.sessionEffects.length > 0 &&
+        p.statement.sessionEffects.every((e) => ENDS_TRANSACTION.has(e.kind)),
+    );
+  return onlyRollback ? r : { ok: false, refusal: stale };
 }
 
 /** Runs `f`, turning a stack overflow of the analysis into Postgres's 54001. */

@@ -37,6 +37,16 @@ export const REQUIRED_TOOLS: readonly RequiredTool[] = [
     debianPackage: 'python3-django python3-psycopg2',
   },
   { what: 'pgcli 3.5', check: ['pgcli', '--version'], debianPackage: 'pgcli' },
+  {
+    what: 'HAProxy (/usr/sbin/haproxy: the fleet test balances three instances)',
+    check: ['/usr/sbin/haproxy', '-v'],
+    debianPackage: 'haproxy',
+  },
+  {
+    what: 'pgbench 15 (/usr/bin/pgbench: the fleet test drives it through HAProxy)',
+    check: ['/usr/bin/pgbench', '--version'],
+    debianPackage: 'postgresql-15',
+  },
   { what: 'a JDK (java 17+)', check: ['java', '-version'], debianPackage: 'openjdk-17-jdk-headless' },
   {
     what: 'pgjdbc (/usr/share/java/postgresql.jar)',

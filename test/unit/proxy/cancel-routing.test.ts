@@ -1,0 +1,162 @@
+// Cancel keys name their owner (fleet slot, worker) and carry a forwarding TTL; a CancelRequest is served here, handed to a sibling, or forwarded once per hop at most three times.
+import net from 'node:net';
+import { describe, expect, test } from 'vitest';
+import {
+  decrementTtl,
+  encodeProcessId,
+  freshSecret,
+  keyOwner,
+  keyTtl,
+  MAX_SLOT,
+  MAX_WORKER,
+} from '../../../src/proxy/cancel-key.js';
+import { CancelRegistry } from '../../../src/proxy/cancel-registry.js';
+import { routeCancel } from '../../../src/proxy/cancel-routing.js';
+
+/** A TCP listener that records each 16-byte CancelRequest it gets as [processId, secretKey]. */
+async function cancelSink(): Promise<{ address: string; got: [number, number][]; close(): void }> {
+  const got: [number, number][] = [];
+  const server = net.createServer((s) => {
+    const chunks: Buffer[] = [];
+    s.on('data', (d) => {
+      chunks.push(d);
+      const b = Buffer.concat(chunks);
+      if (b.length < 16) return;
+      expect(b.length).toBe(16);
+      expect([b.readInt32BE(0), b.readInt32BE(4)]).toEqual([16, 80877102]);
+      got.push([b.readInt32BE(8), b.readInt32BE(12)]);
+      s.end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as net.AddressInfo;
+  return { address: `127.0.0.1:${port}`, got, close: () => server.close() };
+}
+
+describe('cancel key layout', () => {
+  test('the owner round-trips through a positive process ID; the TTL sits in the secret key', () => {
+    for (const owner of [
+      { slot: 0, worker: 0 },
+      { slot: 1, worker: 0 },
+      { slot: MAX_SLOT, worker: MAX_WORKER },
+      { slot: 17, worker: 3 },
+    ]) {
+      const pid = encodeProcessId(owner, 0x3ffff);
+      expect(pid).toBeGreaterThan(0);
+      expect(pid).toBeLessThanOrEqual(0x7fffffff);
+      expect(keyOwner(pid)).toEqual(owner);
+    }
+    expect(() => encodeProcessId({ slot: 256, worker: 0 }, 1)).toThrow(RangeError);
+    expect(() => encodeProcessId({ slot: 1, worker: 32 }, 1)).toThrow(RangeError);
+    const s = freshSecret(0x12345678);
+    expect(keyTtl(s)).toBe(3);
+    expect(keyTtl(decrementTtl(s))).toBe(2);
+    expect(keyTtl(decrementTtl(decrementTtl(decrementTtl(s))))).toBe(0);
+    expect(decrementTtl(s) & ~3).toBe(s & ~3);
+    // Negative secrets (the sign bit set) keep their secret part too.
+    expect(keyTtl(decrementTtl(freshSecret(-5)))).toBe(2);
+  });
+
+  test('a registry stamps its owner on every key and matches a secret whatever its TTL', () => {
+    const reg = new CancelRegistry(() => ({ slot: 9, worker: 2 }));
+    const target = { processId: 1, secretKey: 2, cancel: async () => {} };
+    const key = reg.issue(target);
+    expect(keyOwner(key.processId)).toEqual({ slot: 9, worker: 2 });
+    expect(keyTtl(key.secretKey)).toBe(3);
+    expect(reg.find(key.processId, key.secretKey)).toBe(target);
+    expect(reg.find(key.processId, decrementTtl(key.secretKey))).toBe(target);
+    expect(reg.find(key.processId, key.secretKey ^ 4)).toBeUndefined();
+  });
+});
+
+describe('routeCancel', () => {
+  test('a key of this process is canceled here; a sibling worker gets its own; an unknown key of this process is dropped', async () => {
+    const reg = new CancelRegistry(() => ({ slot: 4, worker: 0 }));
+    let canceled = 0;
+    const key = reg.issue({ processId: 1, secretKey: 2, cancel: async () => void canceled++ });
+    const handed: number[] = [];
+    const routes = { toWorker: (w: number) => (handed.push(w), true) };
+    expect(await routeCancel(reg, routes, key.processId, key.secretKey)).toBe('local');
+    expect(canceled).toBe(1);
+    const sibling = encodeProcessId({ slot: 4, worker: 3 }, 77);
+    expect(await routeCancel(reg, routes, sibling, freshSecret(1))).toBe('worker');
+    expect(handed).toEqual([3]);
+    const mine = encodeProcessId({ slot: 4, worker: 0 }, 78);
+    expect(await routeCancel(reg, routes, mine, freshSecret(1))).toBe('unknown');
+    // A wrong secret for a key held here is not routed anywhere either.
+    expect(await routeCancel(reg, routes, key.processId, key.secretKey ^ 8)).toBe('unknown');
+    expect(canceled).toBe(1);
+  });
+
+  test('a key of another slot is forwarded to the address the store gives, TTL lowered; never with TTL 0 nor to itself', async () => {
+    const sink = await cancelSink();
+    try {
+      const reg = new CancelRegistry(() => ({ slot: 1, worker: 0 }));
+      const asked: number[] = [];
+      const routes = {
+        peerAddress: async (slot: number) => (asked.push(slot), slot === 2 ? sink.address : undefined),
+        selfAddress: () => '127.0.0.1:1',
+      };
+      const pid = encodeProcessId({ slot: 2, worker: 1 }, 1234);
+      const secret = freshSecret(0x0badf00d);
+      expect(await routeCancel(reg, routes, pid, secret)).toBe('peer');
+      expect(sink.got).toEqual([[pid, decrementTtl(secret)]]);
+      expect(await routeCancel(reg, routes, pid, secret & ~3)).toBe('ttl-exhausted');
+      expect(await routeCancel(reg, routes, encodeProcessId({ slot: 3, worker: 0 }, 5), secret)).toBe(
+        'no-peer',
+      );
+      // A key of a process outside any fleet (slot 0) is never forwarded.
+      expect(await routeCancel(reg, routes, encodeProcessId({ slot: 0, worker: 0 }, 5), secret)).toBe(
+        'no-peer',
+      );
+      expect(asked).toEqual([2, 3]);
+      const self = { peerAddress: async () => '127.0.0.1:1', selfAddress: () => '127.0.0.1:1' };
+      expect(await routeCancel(reg, self, pid, secret)).toBe('no-peer');
+      expect(sink.got.length).toBe(1);
+    } finally {
+      sink.close();
+    }
+  });
+
+  test('instances whose fleet table points back at each other stop after three forwards', async () => {
+    // Two "instances" that each believe the key's slot lives at the other: a loop the TTL ends.
+    const hops: number[] = [];
+    const servers: net.Server[] = [];
+    const addresses: string[] = [];
+    for (const i of [0, 1]) {
+      const reg = new CancelRegistry(() => ({ slot: 10 + i, worker: 0 }));
+      const server = net.createServer((s) => {
+        const chunks: Buffer[] = [];
+        s.on('data', async (d) => {
+          chunks.push(d);
+          const b = Buffer.concat(chunks);
+          if (b.length < 16) return;
+          hops.push(keyTtl(b.readInt32BE(12)));
+          await routeCancel(
+            reg,
+            { peerAddress: async () => addresses[1 - i], selfAddress: () => addresses[i] },
+            b.readInt32BE(8),
+            b.readInt32BE(12),
+          );
+          s.end();
+        });
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      servers.push(server);
+      addresses.push(`127.0.0.1:${(server.address() as net.AddressInfo).port}`);
+    }
+    try {
+      const start = new CancelRegistry(() => ({ slot: 12, worker: 0 }));
+      const outcome = await routeCancel(
+        start,
+        { peerAddress: async () => addresses[0] },
+        encodeProcessId({ slot: 99, worker: 0 }, 1),
+        freshSecret(42),
+      );
+      expect(outcome).toBe('peer');
+      expect(hops).toEqual([2, 1, 0]);
+    } finally {
+      for (const s of servers) s.close();
+    }
+  });
+});
