@@ -7,6 +7,8 @@ import path from 'node:path';
 /** One backend: the instance's listen port and its admin port (the health check's). */
 export interface HaproxyServer {
   readonly name: string;
+  /** Default 127.0.0.1. */
+  readonly host?: string;
   readonly port: number;
   readonly adminPort: number;
 }
@@ -44,7 +46,9 @@ export function haproxyConfig(opts: {
     `    option httpchk GET ${opts.check ?? '/readyz'}`,
     '    http-check expect status 200',
     `    default-server inter ${inter}ms fall 2 rise 2`,
-    ...opts.servers.map((s) => `    server ${s.name} 127.0.0.1:${s.port} check port ${s.adminPort}`),
+    ...opts.servers.map(
+      (s) => `    server ${s.name} ${s.host ?? '127.0.0.1'}:${s.port} check port ${s.adminPort}`,
+    ),
     '',
   ].join('\n');
 }

@@ -75,7 +75,12 @@ describe('routeCancel', () => {
     let canceled = 0;
     const key = reg.issue({ processId: 1, secretKey: 2, cancel: async () => void canceled++ });
     const handed: number[] = [];
-    const routes = { toWorker: (w: number) => (handed.push(w), true) };
+    const routes = {
+      toWorker: (w: number) => {
+        handed.push(w);
+        return true;
+      },
+    };
     expect(await routeCancel(reg, routes, key.processId, key.secretKey)).toBe('local');
     expect(canceled).toBe(1);
     const sibling = encodeProcessId({ slot: 4, worker: 3 }, 77);
@@ -94,7 +99,10 @@ describe('routeCancel', () => {
       const reg = new CancelRegistry(() => ({ slot: 1, worker: 0 }));
       const asked: number[] = [];
       const routes = {
-        peerAddress: async (slot: number) => (asked.push(slot), slot === 2 ? sink.address : undefined),
+        peerAddress: async (slot: number) => {
+          asked.push(slot);
+          return slot === 2 ? sink.address : undefined;
+        },
         selfAddress: () => '127.0.0.1:1',
       };
       const pid = encodeProcessId({ slot: 2, worker: 1 }, 1234);
