@@ -1,6 +1,6 @@
 // Maps the BackendKeyData pgwarden issues to clients onto the upstream session's own key.
 import crypto from 'node:crypto';
-import { encodeProcessId, freshSecret, type KeyOwner, RANDOM_MASK, secretPart } from './cancel-key.js';
+import { encodeProcessId, issuedProcessId, type KeyOwner, RANDOM_MASK } from './cancel-key.js';
 
 /** What a client's CancelRequest is forwarded as: the upstream backend's key. */
 export interface CancelTarget {
@@ -14,7 +14,7 @@ export interface CancelTarget {
  * Issues our own (processId, secretKey) pairs so the upstream's never reach a client, and finds
  * the target for a CancelRequest. A key names its owner (cancel-key.ts: the fleet slot and the
  * worker), so that an instance or worker that does not hold it can route the request on. The
- * secret is compared in constant time, its TTL bits aside; an unknown or wrong key is ignored
+ * secret is compared whole in constant time (the process ID's TTL bits aside); an unknown or wrong key is ignored
  * silently, as PostgreSQL ignores it (protocol 55.2.7).
  */
 export class CancelRegistry {
@@ -30,7 +30,7 @@ export class CancelRegistry {
 
   /**
    * Registers `target` and returns the key to send the client in BackendKeyData. Throws when this
-   * process holds RANDOM_MASK (262143) keys already (max_client_connections is far below).
+   * process holds RANDOM_MASK (65535) keys already.
    */
   issue(target: CancelTarget): { processId: number; secretKey: number } {
     if (this.byPid.size >= RANDOM_MASK) throw new Error('no cancel key is free in this process');
@@ -38,7 +38,7 @@ export class CancelRegistry {
     let processId: number;
     do processId = encodeProcessId(owner, crypto.randomInt(1, RANDOM_MASK + 1));
     while (this.byPid.has(processId));
-    const secretKey = freshSecret(crypto.randomBytes(4).readInt32BE(0));
+    const secretKey = crypto.randomBytes(4).readInt32BE(0);
     this.byPid.set(processId, { secret: secretKey, target });
     return { processId, secretKey };
   }
@@ -48,14 +48,14 @@ export class CancelRegistry {
     this.byPid.delete(processId);
   }
 
-  /** The target for a CancelRequest (any TTL), or undefined when the key does not match. */
+  /** The target for a CancelRequest (its process ID with any TTL), or undefined when the key does not match. */
   find(processId: number, secretKey: number): CancelTarget | undefined {
-    const entry = this.byPid.get(processId >>> 0);
+    const entry = this.byPid.get(issuedProcessId(processId));
     if (!entry) return undefined;
     const a = Buffer.alloc(4);
     const b = Buffer.alloc(4);
-    a.writeInt32BE(secretPart(entry.secret));
-    b.writeInt32BE(secretPart(secretKey));
+    a.writeInt32BE(entry.secret);
+    b.writeInt32BE(secretKey | 0);
     return crypto.timingSafeEqual(a, b) ? entry.target : undefined;
   }
 

@@ -30,8 +30,9 @@ export const FORWARD_TIMEOUT_MS = 2000;
  * Serves the CancelRequest `(processId, secretKey)`: a key this process holds is canceled here
  * (its secret checked in constant time); a key of a sibling worker goes to it over IPC (it checks
  * the secret, and never routes on); a key of another fleet slot is forwarded as a CancelRequest
- * to that instance's advertised address, its TTL lowered by one (cancel-key.ts: three forwards at
- * most, so a stale fleet table can never make it loop), and never to this instance's own address.
+ * to that instance's advertised address, the TTL bits of its process ID lowered by one
+ * (cancel-key.ts: three forwards at most, so a stale fleet table can never make it loop), and
+ * never to this instance's own address.
  * The peer checks the secret itself: the secret key is the bearer credential, as in PostgreSQL,
  * and it is never logged. Resolves once the request is handed on (forwarded: once the peer closed,
  * or after FORWARD_TIMEOUT_MS); never rejects.
@@ -55,10 +56,10 @@ export async function routeCancel(
     return 'unknown';
   }
   if (owner.slot === 0 || !routes.peerAddress) return 'no-peer';
-  if (keyTtl(secretKey) === 0) return 'ttl-exhausted';
+  if (keyTtl(processId) === 0) return 'ttl-exhausted';
   const address = await routes.peerAddress(owner.slot).catch(() => undefined);
   if (address === undefined || address === routes.selfAddress?.()) return 'no-peer';
-  await forwardCancel(address, processId, decrementTtl(secretKey));
+  await forwardCancel(address, decrementTtl(processId), secretKey);
   return 'peer';
 }
 

@@ -2,7 +2,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../policy/config-schema.js';
 import { splitHostPort } from '../policy/config-schema.js';
-import { FleetDirectory, FleetMember } from '../policy/fleet-instances.js';
+import { FleetDirectory, FleetFullError, FleetMember } from '../policy/fleet-instances.js';
 import type { KeyOwner } from './cancel-key.js';
 import type { CancelRoutes } from './cancel-routing.js';
 
@@ -42,7 +42,9 @@ export function advertiseAddress(config: Config): string | undefined {
  *   its workers): claims a slot in `pgwarden.fleet_instances` and heartbeats it;
  * - `worker`: takes the slot its primary gives (`slot`), and only looks peers up.
  * Without a store, the slot is 0 and cancels are never forwarded to other instances. `toWorker`
- * hands a key of a sibling worker over (IPC). Throws when the store cannot be joined.
+ * hands a key of a sibling worker over (IPC). A store that cannot be reached (a start from
+ * `policy_cache`) is logged and joined again every heartbeat (slot 0 meanwhile: keys issued then
+ * are served only here). Throws {@link FleetFullError} when 255 instances are live.
  */
 export async function joinFleet(
   config: Config,
@@ -63,19 +65,37 @@ export async function joinFleet(
       { event: 'fleet-no-address', listen: config.listen },
       'listen is a wildcard address and fleet.advertise is not set: other instances cannot forward cancels here',
     );
-  const member =
-    url !== undefined && opts.role === 'instance'
-      ? await FleetMember.join(url, {
-          address,
-          workers: opts.workers ?? 1,
-          heartbeatMs: config.fleet.heartbeat_ms,
-          ttlMs: config.fleet.instance_ttl_ms,
-          logger,
-          ...(opts.onSlot ? { onSlot: opts.onSlot } : {}),
-        })
-      : undefined;
-  const directory = member ?? (url !== undefined ? FleetDirectory.open(url) : undefined);
-  let slot = member?.slot ?? opts.slot ?? 0;
+  let member: FleetMember | undefined;
+  let closed = false;
+  let retry: NodeJS.Timeout | undefined;
+  const join = async (): Promise<void> => {
+    if (url === undefined || opts.role !== 'instance' || closed) return;
+    try {
+      member = await FleetMember.join(url, {
+        address,
+        workers: opts.workers ?? 1,
+        heartbeatMs: config.fleet.heartbeat_ms,
+        ttlMs: config.fleet.instance_ttl_ms,
+        logger,
+        ...(opts.onSlot ? { onSlot: opts.onSlot } : {}),
+      });
+      if (closed) await member.close();
+      else if (retry !== undefined) opts.onSlot?.(member.slot);
+    } catch (e) {
+      if (e instanceof FleetFullError) throw e;
+      // The store unreachable (a start from policy_cache): serve, and join once it is back.
+      if (retry === undefined)
+        logger.warn(
+          { event: 'fleet-join-failed', err: (e as Error).message },
+          'cannot join the fleet now: sessions opened meanwhile cannot be canceled through another instance',
+        );
+      retry = setTimeout(() => void join().catch(() => {}), Math.max(config.fleet.heartbeat_ms, 1000));
+      retry.unref();
+    }
+  };
+  await join();
+  const directory = url !== undefined ? FleetDirectory.open(url) : undefined;
+  let slot = opts.slot ?? 0;
   const worker = opts.worker ?? 0;
   return {
     owner: () => ({ slot: member?.slot ?? slot, worker }),
@@ -96,6 +116,9 @@ export async function joinFleet(
       slot = s;
     },
     async close() {
+      closed = true;
+      clearTimeout(retry);
+      await member?.close();
       await directory?.close();
     },
   };

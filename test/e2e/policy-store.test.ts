@@ -181,7 +181,8 @@ describe('policy store', () => {
     expect(refused.stderr).toContain('configure policy_cache');
     expect(refused.stderr).not.toContain('secret');
     const cached = await serveProcess(
-      storeInstanceConfig(down, { policy_cache: cache }),
+      // Started from the cache, the policy is unconfirmed: it serves for max_policy_lag_ms (issue 21).
+      storeInstanceConfig(down, { policy_cache: cache, fleet: { max_policy_lag_ms: 120_000 } }),
       path.join(dir, 'cache-2.yaml'),
     );
     try {

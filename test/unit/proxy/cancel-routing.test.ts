@@ -4,7 +4,6 @@ import { describe, expect, test } from 'vitest';
 import {
   decrementTtl,
   encodeProcessId,
-  freshSecret,
   keyOwner,
   keyTtl,
   MAX_SLOT,
@@ -34,38 +33,39 @@ async function cancelSink(): Promise<{ address: string; got: [number, number][];
 }
 
 describe('cancel key layout', () => {
-  test('the owner round-trips through a positive process ID; the TTL sits in the secret key', () => {
+  test('the owner and a TTL of 3 round-trip through a positive process ID', () => {
     for (const owner of [
       { slot: 0, worker: 0 },
       { slot: 1, worker: 0 },
       { slot: MAX_SLOT, worker: MAX_WORKER },
       { slot: 17, worker: 3 },
     ]) {
-      const pid = encodeProcessId(owner, 0x3ffff);
+      const pid = encodeProcessId(owner, 0xffff);
       expect(pid).toBeGreaterThan(0);
       expect(pid).toBeLessThanOrEqual(0x7fffffff);
       expect(keyOwner(pid)).toEqual(owner);
+      expect(keyTtl(pid)).toBe(3);
+      const once = decrementTtl(pid);
+      expect(keyOwner(once)).toEqual(owner);
+      expect(keyTtl(once)).toBe(2);
+      expect(keyTtl(decrementTtl(decrementTtl(once)))).toBe(0);
+      expect(once & 0xffff).toBe(0xffff);
     }
     expect(() => encodeProcessId({ slot: 256, worker: 0 }, 1)).toThrow(RangeError);
     expect(() => encodeProcessId({ slot: 1, worker: 32 }, 1)).toThrow(RangeError);
-    const s = freshSecret(0x12345678);
-    expect(keyTtl(s)).toBe(3);
-    expect(keyTtl(decrementTtl(s))).toBe(2);
-    expect(keyTtl(decrementTtl(decrementTtl(decrementTtl(s))))).toBe(0);
-    expect(decrementTtl(s) & ~3).toBe(s & ~3);
-    // Negative secrets (the sign bit set) keep their secret part too.
-    expect(keyTtl(decrementTtl(freshSecret(-5)))).toBe(2);
   });
 
-  test('a registry stamps its owner on every key and matches a secret whatever its TTL', () => {
+  test('a registry stamps its owner on every key, finds it whatever the TTL, and compares the whole secret', () => {
     const reg = new CancelRegistry(() => ({ slot: 9, worker: 2 }));
     const target = { processId: 1, secretKey: 2, cancel: async () => {} };
     const key = reg.issue(target);
     expect(keyOwner(key.processId)).toEqual({ slot: 9, worker: 2 });
-    expect(keyTtl(key.secretKey)).toBe(3);
+    expect(keyTtl(key.processId)).toBe(3);
     expect(reg.find(key.processId, key.secretKey)).toBe(target);
-    expect(reg.find(key.processId, decrementTtl(key.secretKey))).toBe(target);
-    expect(reg.find(key.processId, key.secretKey ^ 4)).toBeUndefined();
+    expect(reg.find(decrementTtl(key.processId), key.secretKey)).toBe(target);
+    for (const bit of [0, 1, 2, 31])
+      expect(reg.find(key.processId, key.secretKey ^ (1 << bit))).toBeUndefined();
+    expect(reg.find(key.processId ^ 1, key.secretKey)).toBeUndefined();
   });
 });
 
@@ -84,10 +84,10 @@ describe('routeCancel', () => {
     expect(await routeCancel(reg, routes, key.processId, key.secretKey)).toBe('local');
     expect(canceled).toBe(1);
     const sibling = encodeProcessId({ slot: 4, worker: 3 }, 77);
-    expect(await routeCancel(reg, routes, sibling, freshSecret(1))).toBe('worker');
+    expect(await routeCancel(reg, routes, sibling, 0x1234)).toBe('worker');
     expect(handed).toEqual([3]);
     const mine = encodeProcessId({ slot: 4, worker: 0 }, 78);
-    expect(await routeCancel(reg, routes, mine, freshSecret(1))).toBe('unknown');
+    expect(await routeCancel(reg, routes, mine, 0x1234)).toBe('unknown');
     // A wrong secret for a key held here is not routed anywhere either.
     expect(await routeCancel(reg, routes, key.processId, key.secretKey ^ 8)).toBe('unknown');
     expect(canceled).toBe(1);
@@ -106,10 +106,11 @@ describe('routeCancel', () => {
         selfAddress: () => '127.0.0.1:1',
       };
       const pid = encodeProcessId({ slot: 2, worker: 1 }, 1234);
-      const secret = freshSecret(0x0badf00d);
+      const secret = 0x0badf00d;
       expect(await routeCancel(reg, routes, pid, secret)).toBe('peer');
-      expect(sink.got).toEqual([[pid, decrementTtl(secret)]]);
-      expect(await routeCancel(reg, routes, pid, secret & ~3)).toBe('ttl-exhausted');
+      expect(sink.got).toEqual([[decrementTtl(pid), secret]]);
+      const spent = decrementTtl(decrementTtl(decrementTtl(pid)));
+      expect(await routeCancel(reg, routes, spent, secret)).toBe('ttl-exhausted');
       expect(await routeCancel(reg, routes, encodeProcessId({ slot: 3, worker: 0 }, 5), secret)).toBe(
         'no-peer',
       );
@@ -139,7 +140,7 @@ describe('routeCancel', () => {
           chunks.push(d);
           const b = Buffer.concat(chunks);
           if (b.length < 16) return;
-          hops.push(keyTtl(b.readInt32BE(12)));
+          hops.push(keyTtl(b.readInt32BE(8)));
           await routeCancel(
             reg,
             { peerAddress: async () => addresses[1 - i], selfAddress: () => addresses[i] },
@@ -159,7 +160,7 @@ describe('routeCancel', () => {
         start,
         { peerAddress: async () => addresses[0] },
         encodeProcessId({ slot: 99, worker: 0 }, 1),
-        freshSecret(42),
+        42,
       );
       expect(outcome).toBe('peer');
       expect(hops).toEqual([2, 1, 0]);
