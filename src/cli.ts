@@ -278,7 +278,22 @@ program
     process.env.PGWARDEN_UPSTREAM_PORT = String(pg.port);
     process.env.PGWARDEN_UPSTREAM_PASSWORD = DEMO_APP_PASSWORD;
     process.env.PGWARDEN_LISTEN = opts.listen ?? DEMO_LISTEN;
-    const configFile = path.join(DEMO_DIR, 'pgwarden.yaml');
+    // The demo's policy lives in a policy store in the demo database (seeded from the demo YAML on
+    // first start), so that the web console's edits reach the proxy, check, keys list and mcp.
+    const { DEMO_SEED_FILE, seedDemoStore, writeDemoStoreConfig } = await import('./embedded/demo-store.js');
+    const envFile = opts.record
+      ? path.resolve(opts.record)
+      : path.resolve(DEMO_DIR, '../../.pgwarden/demo.env');
+    const configFile = writeDemoStoreConfig(path.join(path.dirname(dataDir), 'demo.pgwarden.yaml'), envFile);
+    try {
+      const url = loadConfig(configFile, process.env, { needsUpstream: false }).config.policy_store as string;
+      const seeded = await seedDemoStore(configFile, url);
+      logger.info({ event: 'demo-policy-store', seeded, seed: DEMO_SEED_FILE }, 'demo policy store ready');
+    } catch (e) {
+      await pg.stop().catch(() => {});
+      process.stderr.write(`pgwarden demo: the policy store did not start: ${(e as Error).message}\n`);
+      process.exit(1);
+    }
     const admin = opts.admin ?? ((await portIsFree(8432)) ? DEMO_ADMIN : `127.0.0.1:${await freePort()}`);
     let record: string | undefined;
     const { proxy, loaded, adminAddress } = await serve(configFile, logger, {
@@ -318,7 +333,8 @@ program
         `  psql "postgres://dba:dba@${host}:${port}/demo"       # dba: everything`,
         `  API key "agent" (role analyst), token agent-demo-token: PGWARDEN_API_KEY=agent-demo-token node ${bin} mcp --config ${configFile}`,
         `Its PostgreSQL listens on 127.0.0.1:${pg.port}${record ? `; \`pgwarden check\`, \`keys\` and \`mcp\` with the demo config read it from ${record}` : ''}.`,
-        `Web console: http://${adminAddress?.host ?? '127.0.0.1'}:${adminAddress?.port ?? ''}/console/ (log in as dba / dba; the policy is the demo config file, so the console shows it read-only: a policy_store makes it editable)`,
+        `Its policy is in the policy store of the demo database (schema pgwarden), seeded from ${DEMO_SEED_FILE}; \`pgwarden policy export --config ${configFile}\` shows it.`,
+        `Web console: http://${adminAddress?.host ?? '127.0.0.1'}:${adminAddress?.port ?? ''}/console/ (log in as dba / dba; a save goes live at once)`,
         'Ctrl-C stops the proxy and PostgreSQL.',
         '',
       ].join('\n'),
@@ -517,9 +533,18 @@ program
   .action(async (opts: { config: string; http?: string }) => {
     const logger = makeLogger();
     const { runMcpCommand } = await import('./mcp/mcp-command.js');
-    await runMcpCommand(loadOrExit(opts.config, logger), logger, {
+    // With policy_store, the store's current policy (and API keys), read at start and on SIGHUP.
+    const { loadConfigWithPolicy } = await import('./policy/policy-load.js');
+    const { PolicyStoreUnavailableError } = await import('./policy/policy-store.js');
+    const loaded = await loadConfigWithPolicy(opts.config).catch((e: unknown) => {
+      if (!(e instanceof ConfigError) && !(e instanceof PolicyStoreUnavailableError)) throw e;
+      process.stderr.write(`pgwarden mcp: ${e.message}\n`);
+      process.exit(EXIT_CONFIG);
+    });
+    for (const w of loaded.warnings) logger.warn({ event: 'config-warning' }, w);
+    await runMcpCommand(loaded, logger, {
       ...(opts.http !== undefined ? { http: opts.http } : {}),
-      reloadConfig: () => loadConfig(opts.config),
+      reloadConfig: () => loadConfigWithPolicy(opts.config),
     });
   });
 

@@ -22,8 +22,11 @@ function packageVersion(): string {
 export interface McpCommandOptions {
   /** `host:port` for Streamable HTTP; stdio when absent. */
   readonly http?: string;
-  /** Re-reads the config file (SIGHUP); throws ConfigError for an invalid one, which is logged and ignored. */
-  readonly reloadConfig: () => LoadedConfig;
+  /**
+   * Re-reads the config file, and with `policy_store` the store (SIGHUP); rejects (ConfigError, the
+   * store unreachable), which is logged and ignored.
+   */
+  readonly reloadConfig: () => LoadedConfig | Promise<LoadedConfig>;
 }
 
 /**
@@ -52,9 +55,9 @@ export async function runMcpCommand(
     }
     throw e;
   }
-  process.on('SIGHUP', () => {
+  process.on('SIGHUP', async () => {
     try {
-      void running.reload(opts.reloadConfig());
+      await running.reload(await opts.reloadConfig());
       logger.info({ event: 'reload' }, 'configuration reloaded');
     } catch (e) {
       logger.error(

@@ -3,9 +3,11 @@ import type { Catalog } from '../catalog/types.js';
 import { analyze, loadParser } from '../sql/analyze.js';
 import { majorOfServerVersion } from '../sql/parser.js';
 import { type CheckReport, checkExitCode, checkJson, renderCheckText } from './check-report.js';
-import { ConfigError, loadConfig } from './config-load.js';
+import { ConfigError } from './config-load.js';
 import { checkDatabaseAccess } from './database-access.js';
 import { decide } from './decide.js';
+import { loadConfigWithPolicy } from './policy-load.js';
+import { PolicyStoreUnavailableError } from './policy-store.js';
 import { findPrincipal } from './principals.js';
 import { resolveRoles } from './resolve-roles.js';
 
@@ -53,9 +55,11 @@ function usage(message: string): CheckOutcome {
 export async function runCheck(opts: CheckOptions, deps: CheckDeps): Promise<CheckOutcome> {
   let config: CheckReport['config'];
   try {
-    config = loadConfig(opts.config).config;
+    config = (await loadConfigWithPolicy(opts.config)).config;
   } catch (e) {
     if (e instanceof ConfigError) return { exitCode: 2, stdout: '', stderr: `${e.message}\n` };
+    if (e instanceof PolicyStoreUnavailableError)
+      return { exitCode: 2, stdout: '', stderr: `pgwarden check: ${e.message}\n` };
     throw e;
   }
   const report = await checkReport(config, opts, deps);

@@ -157,8 +157,10 @@ describe('pgwarden demo (npm start)', () => {
     const { port, record } = demo;
     const out = demo.out();
     expect(out).toContain(`psql "postgres://alice:alice@127.0.0.1:${port}/demo"`);
-    const demoConfig = path.resolve(BIN, '../../examples/demo/pgwarden.yaml');
+    // The demo's instance config names the policy store in the demo database (seeded from the YAML).
+    const demoConfig = path.join(dir, 'demo.pgwarden.yaml');
     expect(out).toContain(`PGWARDEN_API_KEY=agent-demo-token node ${BIN} mcp --config ${demoConfig}`);
+    expect(fs.readFileSync(demoConfig, 'utf8')).toContain(`env_file: ${record}`);
     expect(out).not.toContain('npx');
 
     const recorded = Object.fromEntries(
@@ -172,17 +174,16 @@ describe('pgwarden demo (npm start)', () => {
     const pgPort = Number(recorded.PGWARDEN_UPSTREAM_PORT);
     expect(out).toContain(`Its PostgreSQL listens on 127.0.0.1:${pgPort}`);
 
-    // The demo config with its env_file at the record: check reads the demo's own PostgreSQL.
-    const config = path.join(dir, 'demo-config.yaml');
-    const text = fs.readFileSync(demoConfig, 'utf8').replace('../../.pgwarden/demo.env', record);
-    fs.writeFileSync(config, text.replace('keys_file: pgwarden.keys.yaml', 'keys_file: demo.keys.yaml'));
-    const check = spawnSync(
-      process.execPath,
-      [BIN, 'check', '--config', config, '--user', 'alice', 'select id, email from users'],
-      { env: cleanEnv(), encoding: 'utf8', timeout: 60_000 },
-    );
-    expect(check.stderr).toBe('');
-    expect(check.stdout).toContain(`catalog read from 127.0.0.1:${pgPort}/demo`);
+    // check with the demo config reads the demo's own PostgreSQL, and its policy from the store.
+    const check = (sql: string) =>
+      spawnSync(process.execPath, [BIN, 'check', '--config', demoConfig, '--user', 'alice', sql], {
+        env: cleanEnv(),
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+    const checked = check('select id, email from users');
+    expect(checked.stderr).toBe('');
+    expect(checked.stdout).toContain(`catalog read from 127.0.0.1:${pgPort}/demo`);
 
     const c = new pg.Client({ connectionString: `postgres://alice:alice@127.0.0.1:${port}/demo` });
     await c.connect();
@@ -200,6 +201,56 @@ describe('pgwarden demo (npm start)', () => {
       body: JSON.stringify({ user: 'dba', password: 'dba' }),
     });
     expect(dba.status).toBe(200);
+
+    // As the console does: dba reads the analyst role and PUTs it back with a deny SEE on
+    // orgs.name (If-Match: the version read); alice's next session gets orgs.name masked.
+    const cookie = dba.headers
+      .getSetCookie()
+      .map((c) => c.split(';')[0])
+      .join('; ');
+    const { csrf_token: csrf } = (await dba.json()) as { csrf_token: string };
+    const got = await fetch(new URL('/api/roles/analyst', consoleUrl), { headers: { cookie } });
+    expect(got.status).toBe(200);
+    const etag = got.headers.get('etag');
+    expect(etag).toMatch(/^"\d+"$/);
+    const { role } = (await got.json()) as { role: { permissions: Record<string, unknown>[] } };
+    const before = new pg.Client({ connectionString: `postgres://alice:alice@127.0.0.1:${port}/demo` });
+    await before.connect();
+    const shown = await before.query<{ name: string }>('select name from orgs');
+    expect(shown.rows.some((r) => r.name !== '*****')).toBe(true);
+    const checkBefore = check('select name from orgs');
+    await before.end();
+    const deny = {
+      effect: 'deny',
+      actions: ['SEE'],
+      database: 'demo',
+      schema: 'public',
+      table: 'orgs',
+      column: 'name',
+    };
+    const put = await fetch(new URL('/api/roles/analyst', consoleUrl), {
+      method: 'PUT',
+      headers: { cookie, 'x-csrf-token': csrf, 'content-type': 'application/json', 'if-match': etag! },
+      body: JSON.stringify({ ...role, permissions: [...role.permissions, deny] }),
+    });
+    expect(put.status).toBe(200);
+    // NOTIFY reaches the proxy within a second or so under load.
+    let masked = false;
+    for (let i = 0; i < 100 && !masked; i++) {
+      const after = new pg.Client({ connectionString: `postgres://alice:alice@127.0.0.1:${port}/demo` });
+      await after.connect();
+      const names = await after.query<{ name: string }>('select name from orgs');
+      masked = names.rows.length > 0 && names.rows.every((r) => r.name === '*****');
+      await after.end();
+      if (!masked) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(masked).toBe(true);
+    // check reads the same store: its verdict for alice changed with the edit.
+    const checkAfter = check('select name from orgs');
+    expect(checkAfter.stderr).toBe('');
+    expect(checkAfter.stdout).not.toBe(checkBefore.stdout);
+    expect(checkAfter.stdout).toContain('orgs.name');
+
     expect(await demo.stop()).toBe(0);
     expect(fs.existsSync(record)).toBe(false);
     const err = demo.err();
