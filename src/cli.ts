@@ -279,7 +279,7 @@ program
     process.env.PGWARDEN_UPSTREAM_PASSWORD = DEMO_APP_PASSWORD;
     process.env.PGWARDEN_LISTEN = opts.listen ?? DEMO_LISTEN;
     // The demo's policy lives in a policy store in the demo database (seeded from the demo YAML on
-    // first start), so that the web console's edits reach the proxy, check, keys list and mcp.
+    // first start), so that the web console's edits reach the proxy, check and mcp.
     const { DEMO_SEED_FILE, seedDemoStore, writeDemoStoreConfig } = await import('./embedded/demo-store.js');
     const envFile = opts.record
       ? path.resolve(opts.record)
@@ -332,7 +332,7 @@ program
         `  psql "postgres://bob:bob@${host}:${port}/demo"       # support: reads and writes, same columns hidden`,
         `  psql "postgres://dba:dba@${host}:${port}/demo"       # dba: everything`,
         `  API key "agent" (role analyst), token agent-demo-token: PGWARDEN_API_KEY=agent-demo-token node ${bin} mcp --config ${configFile}`,
-        `Its PostgreSQL listens on 127.0.0.1:${pg.port}${record ? `; \`pgwarden check\`, \`keys\` and \`mcp\` with the demo config read it from ${record}` : ''}.`,
+        `Its PostgreSQL listens on 127.0.0.1:${pg.port}${record ? `; \`pgwarden check\` and \`mcp\` with ${configFile} read it (and the policy store in it) from ${record}` : ''}.`,
         `Its policy is in the policy store of the demo database (schema pgwarden), seeded from ${DEMO_SEED_FILE}; \`pgwarden policy export --config ${configFile}\` shows it.`,
         `Web console: http://${adminAddress?.host ?? '127.0.0.1'}:${adminAddress?.port ?? ''}/console/ (log in as dba / dba; a save goes live at once)`,
         'Ctrl-C stops the proxy and PostgreSQL.',
