@@ -19,7 +19,7 @@ function withLimits(extra: Record<string, unknown>): Record<string, unknown> {
 describe('a message larger than the whole budget', () => {
   let proxy: TestProxy;
   beforeAll(async () => {
-    proxy = await startTestProxy(withLimits({ memory_budget_bytes: 4 * MiB }));
+    proxy = await startTestProxy(withLimits({ memory_budget_bytes: 16 * MiB }));
   });
   afterAll(() => proxy.close());
 
@@ -29,7 +29,7 @@ describe('a message larger than the whole budget', () => {
       const err = await c.query(hugeStatement(6 * MiB)).catch((e: { code?: string; message?: string }) => e);
       expect((err as { code?: string }).code).toBe('53200');
       expect((err as { message?: string }).message).toMatch(
-        /^out of memory: a message of 629\d{4} bytes does not fit in pgwarden's memory budget of 4194304 bytes \(limits.memory_budget_bytes\)$/,
+        /^out of memory: a message of 629\d{4} bytes does not fit in pgwarden's memory budget of 16777216 bytes \(limits.memory_budget_bytes\)$/,
       );
       // A Bind too large for the budget (a 6 MiB parameter): refused at that message, skipped to Sync.
       const bind = await c
@@ -50,7 +50,7 @@ describe('a message larger than the whole budget', () => {
 describe('rows larger than 16 MiB from the upstream', () => {
   let proxy: TestProxy;
   beforeAll(async () => {
-    proxy = await startTestProxy(withLimits({ memory_budget_bytes: 128 * MiB }));
+    proxy = await startTestProxy(withLimits({ memory_budget_bytes: 256 * MiB }));
   });
   afterAll(() => proxy.close());
 
@@ -70,13 +70,13 @@ describe('rows larger than 16 MiB from the upstream', () => {
   });
 });
 
-describe('a burst of large statements (small variant: 6 clients × 6 MB, budget 16 MiB)', () => {
+describe('a burst of large statements (small variant: 6 clients × 6 MB, budget 32 MiB)', () => {
   let served: Served | undefined;
   let dir: string;
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-memory-'));
     served = await serveProcess(
-      withLimits({ memory_budget_bytes: 16 * MiB }),
+      withLimits({ memory_budget_bytes: 32 * MiB }),
       path.join(dir, 'pgwarden.yaml'),
     );
   });
@@ -96,10 +96,9 @@ describe('a burst of large statements (small variant: 6 clients × 6 MB, budget 
     const out = await burst(url, 6, hugeStatement(6_000_000));
     const peak = sampler.stop();
     expect(out.map((o) => o.ok)).toEqual([true, true, true, true, true, true]);
-    // The budget (16 MiB) plus a constant: a message held is read, decoded, analyzed and rewritten
-    // with up to five working copies (chunks, frame, text, the rewrite's bytes and lower-cased text)
-    // that V8 collects late, so about 5 × 16 MiB, plus the heap's own growth; measured 110-131 MiB
-    // on a loaded machine. Without the budget all six arrive and are held at once.
-    expect(peak - before).toBeLessThan(16 * MiB + 144 * MiB);
+    // The budget (32 MiB, each 6 MB message counted at four times its size: one held at a time)
+    // plus a constant: the working copies V8 collects late and the heap's own growth. Without the
+    // budget all six arrive and are held at once.
+    expect(peak - before).toBeLessThan(32 * MiB + 144 * MiB);
   });
 });

@@ -1,6 +1,11 @@
 // The memory budget: takes in order, waits, releases; a connection's hold pauses its socket and gives everything back at close.
 import { describe, expect, it } from 'vitest';
-import { LARGE_MESSAGE_BYTES, MemoryBudget, MessageHold } from '../../../src/proxy/memory-budget.js';
+import {
+  heldCost,
+  LARGE_MESSAGE_BYTES,
+  MemoryBudget,
+  MessageHold,
+} from '../../../src/proxy/memory-budget.js';
 import { MessageFramer } from '../../../src/wire/framer.js';
 import * as fe from '../../../src/wire/frontend-encode.js';
 
@@ -51,8 +56,8 @@ describe('MessageHold with a MessageFramer', () => {
   const big = fe.query(`SELECT '${'a'.repeat(LARGE_MESSAGE_BYTES * 2)}'`);
   const size = big.length;
 
-  it('takes the size of a large message when its header arrives, and hands it over when the message is cut', () => {
-    const budget = new MemoryBudget(size * 2);
+  it('takes the held cost of a large message when its header arrives, and hands it over when the message is cut', () => {
+    const budget = new MemoryBudget(heldCost(size) * 2);
     const socket = fakeSocket();
     const hold = new MessageHold(budget, socket);
     const framer = new MessageFramer({ maxMessageBytes: size * 4, startup: false });
@@ -60,18 +65,18 @@ describe('MessageHold with a MessageFramer', () => {
     expect(framer.pendingMessageBytes).toBe(size);
     expect(hold.completed(framer)).toBe(0);
     expect(hold.arrive(framer)).toBe('ok');
-    expect(budget.inUse).toBe(size);
+    expect(budget.inUse).toBe(heldCost(size));
     const frames = framer.push(big.subarray(1000));
     expect(frames).toHaveLength(1);
-    expect(hold.completed(framer)).toBe(size);
+    expect(hold.completed(framer)).toBe(heldCost(size));
     expect(framer.pendingMessageBytes).toBe(0);
-    hold.releaseAfterDrain(size, { writableNeedDrain: false, once: () => {} });
+    hold.releaseAfterDrain(heldCost(size), { writableNeedDrain: false, once: () => {} });
     expect(budget.inUse).toBe(0);
     expect(socket.calls).toEqual([]);
   });
 
   it('pauses the socket while the budget is taken by another connection, resumes once granted', () => {
-    const budget = new MemoryBudget(size + 10);
+    const budget = new MemoryBudget(heldCost(size) + 10);
     budget.take(20, () => {});
     const socket = fakeSocket();
     const hold = new MessageHold(budget, socket);
@@ -85,8 +90,16 @@ describe('MessageHold with a MessageFramer', () => {
     expect(socket.calls).toEqual(['pause', 'pause']);
     budget.release(20);
     expect(socket.calls).toEqual(['pause', 'pause', 'resume']);
-    expect(budget.inUse).toBe(size);
+    expect(budget.inUse).toBe(heldCost(size));
     hold.close();
+    expect(budget.inUse).toBe(0);
+  });
+
+  it('counts a held message at four times its size: one that fits once but not four times is too large', () => {
+    const budget = new MemoryBudget(size * 2);
+    const framer = new MessageFramer({ maxMessageBytes: size * 4, startup: false });
+    framer.push(big.subarray(0, 1000));
+    expect(new MessageHold(budget, fakeSocket()).arrive(framer)).toBe('too-large');
     expect(budget.inUse).toBe(0);
   });
 
