@@ -17,6 +17,7 @@ import { errorReply, HttpError, openApiTransform, useZodValidation } from './adm
 import { consoleAssets, isConsolePath } from './console-assets.js';
 import { type AdminContext, auditAdmin, callerOf } from './policy-edit.js';
 import { gridRoutes } from './routes-grid.js';
+import { type MetricsExposition, opsRoutes, type ReadyCheck } from './routes-ops.js';
 import { principalRoutes } from './routes-principals.js';
 import { replayRoutes } from './routes-replay.js';
 import { roleRoutes } from './routes-roles.js';
@@ -32,6 +33,10 @@ export interface AdminOptions {
   readonly logger: Logger;
   /** Where admin audit lines go (the instance's audit log). */
   readonly auditLogger: Logger;
+  /** What `/metrics` serves (default: this process's registry; `serve --workers N`: the workers' aggregate). */
+  readonly exposition?: MetricsExposition;
+  /** Checks `/readyz` adds to its own (routes-ops.ts). */
+  readonly readyChecks?: readonly (() => ReadyCheck | Promise<ReadyCheck>)[];
 }
 
 /** A running admin API. */
@@ -46,7 +51,7 @@ const loginBody = z
   .strict();
 
 /** Paths served without a caller. */
-const PUBLIC = new Set(['/healthz', '/api/openapi.json', '/api/login']);
+const PUBLIC = new Set(['/healthz', '/readyz', '/metrics', '/api/openapi.json', '/api/login']);
 
 /**
  * Starts the admin API (issue 19). JSON over HTTP (HTTPS with the instance's `tls` files), every
@@ -54,9 +59,9 @@ const PUBLIC = new Set(['/healthz', '/api/openapi.json', '/api/login']);
  * OpenAPI 3 document at `/api/openapi.json`. Callers: a workspace user's session cookie (HttpOnly,
  * SameSite=Strict, Secure under TLS) with a CSRF token (`x-csrf-token`, from the login answer) on
  * every state change, or an API key's `Authorization: Bearer <token>` (no cookie, so no CSRF).
- * Every `/api` route but login is gated by seed 004's app-level actions (routes-*.ts). `/healthz`
- * reports the epoch and the store's state (`stale` and 503 while the store is lost). Rejects when
- * the address cannot be bound.
+ * Every `/api` route but login is gated by seed 004's app-level actions (routes-*.ts). `/healthz`,
+ * `/readyz` and `/metrics` (routes-ops.ts) are served without a caller. Rejects when the address
+ * cannot be bound.
  */
 export async function startAdmin(opts: AdminOptions): Promise<AdminServer> {
   const loaded = opts.proxy.config();
@@ -138,21 +143,10 @@ export async function startAdmin(opts: AdminOptions): Promise<AdminServer> {
     else done();
   });
 
-  app.get(
-    '/healthz',
-    { schema: { tags: ['health'], summary: 'the epoch in force and the state of the policy store' } },
-    async (_req, reply) => {
-      const store = opts.source?.status();
-      const stale = store !== undefined && store.state !== 'listening';
-      reply.code(stale ? 503 : 200);
-      return {
-        status: stale ? 'stale' : 'ok',
-        epoch: opts.proxy.epoch(),
-        sessions: opts.proxy.sessionCount(),
-        store: store ?? null,
-      };
-    },
-  );
+  opsRoutes(app, opts.proxy, opts.source, {
+    ...(opts.exposition ? { exposition: opts.exposition } : {}),
+    ...(opts.readyChecks ? { readyChecks: opts.readyChecks } : {}),
+  });
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   app.post<{ Body: z.infer<typeof loginBody> }>(

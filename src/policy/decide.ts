@@ -188,6 +188,7 @@ function checkRequirements(
         detail: deniedDetail(ctx.config, roles, req.action, name, v.rule),
         ...(pos !== undefined ? { position: pos } : {}),
         ...(v.rule ? { rule: v.rule } : {}),
+        ...(object.level === 'column' ? { column: `${object.schema}.${object.table}.${object.column}` } : {}),
       },
     });
   }
@@ -267,6 +268,7 @@ function checkUses(
         ...(hint !== undefined ? { hint } : {}),
         ...(pos !== undefined ? { position: pos } : {}),
         ...(rule ? { rule } : {}),
+        ...(use.use !== 'whole-row' ? { column: `${use.schema}.${use.table}.${use.column}` } : {}),
       },
     });
   };

@@ -34,6 +34,8 @@ export interface DecisionCacheOptions {
  */
 export class DecisionCache {
   private readonly lru: LRUCache<string, Decision>;
+  private hits = 0;
+  private misses = 0;
 
   constructor(opts: DecisionCacheOptions = {}) {
     this.lru = new LRUCache({ max: opts.max ?? 10_000 });
@@ -60,10 +62,19 @@ export class DecisionCache {
       ctx.rewrite === false ? 'rewrite-off' : 'rewrite-on',
     ].join('\0');
     const hit = this.lru.get(key);
-    if (hit) return hit;
+    if (hit) {
+      this.hits++;
+      return hit;
+    }
+    this.misses++;
     const d = decide(analysis, sorted, ctx);
     this.lru.set(key, d);
     return d;
+  }
+
+  /** Lookups since creation: served from the cache (`hits`) or decided (`misses`), for metrics. */
+  stats(): { hits: number; misses: number } {
+    return { hits: this.hits, misses: this.misses };
   }
 
   /** Number of decisions held (for tests and metrics). */

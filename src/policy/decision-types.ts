@@ -27,6 +27,11 @@ export interface Refusal {
   readonly position?: number;
   /** The rule that refused (a deny), when one did; absent for default deny and analysis refusals. */
   readonly rule?: RuleRef;
+  /**
+   * `schema.table.column` of the catalog column the refused requirement or use names (metrics);
+   * absent when none does (an unknown name is refused by the analysis, without one).
+   */
+  readonly column?: string;
 }
 
 /** The requirement checks that decided a statement, for `pgwarden check` and the audit. */

@@ -4,6 +4,7 @@ import pg from 'pg';
 import type { Logger } from 'pino';
 import { catalogStamp, readCatalog } from '../catalog/read-catalog.js';
 import type { Catalog } from '../catalog/types.js';
+import { catalogRead } from '../ops/metrics.js';
 
 /** Timeouts of the catalog connection (ms). */
 export interface CatalogTimeouts {
@@ -205,8 +206,11 @@ export class CatalogSource {
     const version = ++st.version;
     // Incremental on top of the current catalog, unless the TTL asks for a full read.
     const base = st.current && Date.now() - st.fullAt < this.ttlMs ? st.current : undefined;
+    const started = performance.now();
+    const kind = base ? 'incremental' : 'full';
     const promise = this.read(st, version, base).then(
       async (catalog) => {
+        catalogRead(database, kind, true, performance.now() - started);
         await this.afterRead?.(database, catalog);
         const at = Date.now();
         this.log?.debug(
@@ -237,6 +241,7 @@ export class CatalogSource {
         return catalog;
       },
       async (e: unknown) => {
+        catalogRead(database, kind, false, performance.now() - started);
         const failure = await this.failure(database, st, e);
         st.lastError = failure;
         st.retryAt = Date.now() + backoff(st.failures++);
@@ -250,6 +255,42 @@ export class CatalogSource {
     };
     promise.then(clear, clear);
     return promise;
+  }
+
+  /**
+   * Readiness (`/readyz`): whether `database`'s catalog has been read and its catalog connection
+   * answers `SELECT 1` within `timeoutMs` (the connection is opened when needed, the catalog read
+   * when none is loaded). Never rejects: `error` says what failed, without the upstream's address.
+   */
+  async probe(
+    database: string,
+    url: string | pg.ClientConfig,
+    timeoutMs: number,
+  ): Promise<{ catalog: boolean; upstream: boolean; error?: string }> {
+    const st = this.state(database, url) as DbState;
+    const within = <T>(p: Promise<T>): Promise<T> =>
+      Promise.race([
+        p,
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs).unref(),
+        ),
+      ]);
+    let upstream = false;
+    let error: string | undefined;
+    try {
+      const client = await within(this.connection(st));
+      await within(client.query('SELECT 1'));
+      upstream = true;
+    } catch (e) {
+      error =
+        e instanceof CatalogUnavailable
+          ? e.message
+          : 'the upstream does not answer on the catalog connection';
+    }
+    if (!st.current && upstream) await within(this.get(database, url)).catch(() => undefined);
+    const catalog = st.current !== undefined;
+    if (!catalog && error === undefined) error = `the catalog of database "${database}" has not been read`;
+    return { catalog, upstream, ...(error !== undefined ? { error } : {}) };
   }
 
   private async read(st: DbState, version: number, base: Catalog | undefined): Promise<Catalog> {

@@ -48,7 +48,9 @@ export function maskAtRead(
   const hiddenOrigin = originCheck(catalog, hiddenOf);
   const extra = sent.changed ? { hiddenOrigin, sent } : { hiddenOrigin };
   const masked = plans.map((p) =>
-    isRewritten(p.statement.nodeType, {}) ? { ...p, ...extra, mask: new Set<number>() } : { ...p, ...extra },
+    isRewritten(p.statement.nodeType, {})
+      ? { ...p, ...extra, mask: new Set<number>(), ...(p.mask.size > 0 ? { maskedAtRead: p.mask } : {}) }
+      : { ...p, ...extra },
   );
   return sent.changed ? { ok: true, plans: masked, catalog, sent } : { ok: true, plans: masked, catalog };
 }

@@ -2,6 +2,7 @@
 import type net from 'node:net';
 import type { Logger } from 'pino';
 import type { ResultRows } from '../catalog/read-catalog.js';
+import { decisionTime, statementRan, statementRefused } from '../ops/metrics.js';
 import type { Config } from '../policy/config-schema.js';
 import type { Refusal } from '../policy/decision-types.js';
 import type { StatementAnalysis } from '../sql/analysis-types.js';
@@ -87,6 +88,8 @@ export type Expect =
       index: number;
       readonly sql: string;
       readonly started: number;
+      /** When the Query went upstream (for the upstream duration); absent for a staged string's stages. */
+      readonly sent?: number;
       /**
        * A stage of a string pgwarden runs in its own transaction: its ReadyForQuery is handed
        * here instead of to the client, unless this returns true.
@@ -221,6 +224,13 @@ export abstract class RelayCore {
 
   /** Transactions ended so far (ReadyForQuery back to idle): a session's own catalog lives within one. */
   transactionsEnded = 0;
+  /** Statements run to their CommandComplete, and refused (the wire console's SHOW STATS). */
+  queries = 0;
+  refused = 0;
+  /** Time upstream of the statements run (µs). */
+  queryTimeUs = 0;
+  /** When the last statement ended or was refused (performance.now() ms); undefined before the first. */
+  lastStatementAt: number | undefined;
 
   /** Transaction status of the last ReadyForQuery. */
   get transactionStatus(): 'I' | 'T' | 'E' {
@@ -318,8 +328,12 @@ export abstract class RelayCore {
 
   private auditRefusal(sql: string, r: Refusal, statement: StatementAnalysis | undefined): void {
     const s = this.o.gateSession;
+    const kind = auditKind(statement);
+    statementRefused(kind, s.database, r);
+    this.refused++;
+    this.lastStatementAt = performance.now();
     this.auditLines.write(s.roles, s.paths.paths().searchPath, {
-      kind: auditKind(statement),
+      kind,
       sql: normalizeForAudit(sql),
       decision: 'refused',
       reason: r.message,
@@ -328,20 +342,38 @@ export abstract class RelayCore {
     });
   }
 
-  protected auditDone(plan: StatementPlan | null, sql: string, started: number, tag: string): void {
+  /**
+   * The audit line and the metrics of a statement that ran: `started` is when its message reached
+   * pgwarden (for the audit's duration), `sent` when it went upstream (default `started`). Columns
+   * masked at read (the rewrite masks them upstream) count as masked.
+   */
+  protected auditDone(
+    plan: StatementPlan | null,
+    sql: string,
+    started: number,
+    tag: string,
+    sent = started,
+  ): void {
     const s = this.o.gateSession;
+    const mask = plan?.maskedAtRead ?? plan?.mask;
     const masked =
-      plan && plan.mask.size > 0
-        ? [...plan.mask].map((i) => plan.statement.resultColumns[i]?.name ?? String(i))
+      plan && mask && mask.size > 0
+        ? [...mask].map((i) => plan.statement.resultColumns[i]?.name ?? String(i))
         : undefined;
     const rows = rowsOfTag(tag);
-    const durationMs = Math.round((performance.now() - started) * 1000) / 1000;
+    const now = performance.now();
+    const durationMs = Math.round((now - started) * 1000) / 1000;
+    const kind = auditKind(plan?.statement);
+    statementRan(kind, masked ? masked.length : 0, s.roles, now - sent);
+    this.queries++;
+    this.queryTimeUs += (now - sent) * 1000;
+    this.lastStatementAt = now;
     this.auditLines.write(
       s.roles,
       s.paths.paths().searchPath,
       masked
         ? {
-            kind: auditKind(plan?.statement),
+            kind,
             sql: plan ? auditText(plan.statement, sql) : normalizeForAudit(sql),
             decision: 'masked',
             masked,
@@ -349,7 +381,7 @@ export abstract class RelayCore {
             ...(rows !== undefined ? { rows } : {}),
           }
         : {
-            kind: auditKind(plan?.statement),
+            kind,
             sql: plan ? auditText(plan.statement, sql) : normalizeForAudit(sql),
             decision: 'allowed',
             durationMs,
@@ -384,6 +416,7 @@ export abstract class RelayCore {
     allowed: (this: this, ctx: C, r: GateResult & { ok: true }) => Promise<void> | undefined | void,
     refuse: (this: this, r: Refusal) => void,
   ): Promise<void> | undefined {
+    const begun = performance.now();
     let r: GateResult | Promise<GateResult>;
     try {
       r = gate(sql, this.o.gateSession, this.o.cache, this.o.decide, this.memo);
@@ -391,9 +424,9 @@ export abstract class RelayCore {
       refuse.call(this, this.catalogFailure(e));
       return undefined;
     }
-    if (!(r instanceof Promise)) return this.gated(sql, ctx, r, allowed, refuse);
+    if (!(r instanceof Promise)) return this.gated(sql, ctx, r, allowed, refuse, begun);
     return r.then(
-      (x) => this.gated(sql, ctx, x, allowed, refuse),
+      (x) => this.gated(sql, ctx, x, allowed, refuse, begun),
       (e: unknown) => refuse.call(this, this.catalogFailure(e)),
     );
   }
@@ -404,7 +437,9 @@ export abstract class RelayCore {
     r: GateResult,
     allowed: (this: this, ctx: C, r: GateResult & { ok: true }) => Promise<void> | undefined | void,
     refuse: (this: this, r: Refusal) => void,
+    begun: number,
   ): Promise<void> | undefined {
+    decisionTime(performance.now() - begun);
     if (r.ok) return allowed.call(this, ctx, r) ?? undefined;
     this.auditRefusal(sql, r.refusal, r.statement);
     refuse.call(this, r.refusal);

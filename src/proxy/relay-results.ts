@@ -81,12 +81,18 @@ export abstract class ResultRelay extends InBandCatalogRelay {
     return plan && plan.mask.size > 0 ? maskDataRow(f.bytes, plan.mask, this.carve) : f.bytes;
   }
 
-  protected completed(plan: StatementPlan | null, sql: string, started: number, tag: string): void {
+  protected completed(
+    plan: StatementPlan | null,
+    sql: string,
+    started: number,
+    tag: string,
+    sent?: number,
+  ): void {
     if (!plan) return;
     this.applyEffects(plan, sql);
     // ROLLBACK TO SAVEPOINT may undo DDL: a catalog read inside the transaction before it is stale.
     if (plan.changesCatalog || plan.effects.some((e) => e.kind === 'rollback-to')) this.o.invalidateCatalog();
-    this.auditDone(plan, sql, started, tag);
+    this.auditDone(plan, sql, started, tag, sent);
   }
 
   private applyEffects(plan: StatementPlan, sql: string): void {

@@ -6,6 +6,13 @@ import tls from 'node:tls';
 import type { Logger } from 'pino';
 import type { Catalog } from '../catalog/types.js';
 import { pgClientConfig } from '../catalog/upstream-tls.js';
+import {
+  connectionAccepted,
+  connectionRefused,
+  policyInForce,
+  watchCaches,
+  watchConnections,
+} from '../ops/metrics.js';
 import type { LoadedConfig } from '../policy/config-load.js';
 import { splitHostPort } from '../policy/config-schema.js';
 import { DecisionCache } from '../policy/decision-cache.js';
@@ -48,7 +55,15 @@ export interface ProxyServer {
   /** Number of connections still logging in (issue 16 item 5). */
   readonly pendingCount: () => number;
   /** Read-only counters for metrics and the benchmark: the analysis cache's hits and misses so far. */
-  stats(): { analysis: AnalysisCacheStats };
+  stats(): { analysis: AnalysisCacheStats; decision: { hits: number; misses: number } };
+  /**
+   * Readiness of `database` (`/readyz`): its catalog read and its upstream answering on the catalog
+   * connection within `timeoutMs`. Never rejects.
+   */
+  probe(
+    database: string,
+    timeoutMs: number,
+  ): Promise<{ catalog: boolean; upstream: boolean; error?: string }>;
   /** The epoch of the policy in force (issue 19), as stamped on audit lines. */
   epoch(): string;
   /** The config in force. */
@@ -172,6 +187,7 @@ export async function startProxy(
   const rewrites = new RewriteCache();
   const memory = new MemoryBudget(initial.config.limits.memory_budget_bytes ?? defaultMemoryBudget());
   const audit = new AuditLog(opts.auditLogger ?? logger, () => configEpoch(current.config));
+  policyInForce(configEpoch(initial.config), false);
   let nextId = 1;
   let closing = false;
   /** Connections that have not logged in yet (issue 16 item 5), in all and per client address. */
@@ -182,6 +198,7 @@ export async function startProxy(
   /** Writes `fields` as FATAL at once and closes; the client's bytes meanwhile are read and dropped. */
   const refuseNow = (socket: net.Socket, fields: ErrorFields) => {
     socket.on('error', () => {});
+    connectionRefused(fields.code);
     if (lingering >= MAX_LINGERING_REFUSALS) {
       socket.destroy();
       return;
@@ -199,6 +216,7 @@ export async function startProxy(
 
   const server = net.createServer({ noDelay: true }, (socket) => {
     const id = nextId++;
+    connectionAccepted();
     const limits = current.config.limits;
     const address = socket.remoteAddress ?? '';
     const fromAddress = pendingByAddress.get(address) ?? 0;
@@ -283,6 +301,10 @@ export async function startProxy(
     for (const s of sessions) s.recheck(current.config);
   }, EXPIRY_CHECK_MS);
   expiry.unref();
+  const unwatch = [
+    watchConnections(() => ({ active: sessions.size, pending: pending.size })),
+    watchCaches(() => ({ analysis: analyses.stats(), decision: decisions.stats() })),
+  ];
   const addr = server.address() as net.AddressInfo;
   logger.info({ event: 'listening', host: addr.address, port: addr.port }, 'pgwarden listening');
 
@@ -290,7 +312,13 @@ export async function startProxy(
     address: { host: addr.address, port: addr.port },
     sessionCount: () => sessions.size,
     pendingCount: () => pending.size,
-    stats: () => ({ analysis: analyses.stats() }),
+    stats: () => ({ analysis: analyses.stats(), decision: decisions.stats() }),
+    probe: (database, timeoutMs) => {
+      const db = current.config.databases[database];
+      if (!db)
+        return Promise.resolve({ catalog: false, upstream: false, error: `no database "${database}"` });
+      return catalogs.probe(database, pgClientConfig(db, path.dirname(current.file)), timeoutMs);
+    },
     managed,
     catalog(database, catalogOpts = {}) {
       const db = Object.hasOwn(current.config.databases, database)
@@ -320,6 +348,7 @@ export async function startProxy(
     reload(next) {
       secure = loadTls(next);
       current = next;
+      policyInForce(configEpoch(next.config), true);
       logger.info(
         { event: 'reload', file: next.file, epoch: configEpoch(next.config) },
         'configuration reloaded',
@@ -330,6 +359,7 @@ export async function startProxy(
     async close(graceMs = current.config.limits.shutdown_grace_ms) {
       closing = true;
       clearInterval(expiry);
+      for (const u of unwatch) u();
       managed.close();
       const stopped = new Promise<void>((r) => server.close(() => r()));
       for (const s of sessions) s.shutdown();

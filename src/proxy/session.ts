@@ -7,6 +7,7 @@ import { SCRAM_SHA_256 } from '../auth/scram-primitives.js';
 import { ScramServerExchange } from '../auth/scram-server.js';
 import type { Catalog } from '../catalog/types.js';
 import { pgClientConfig, upstreamTls } from '../catalog/upstream-tls.js';
+import { connectionRefused, upstreamSession } from '../ops/metrics.js';
 import type { LoadedConfig } from '../policy/config-load.js';
 import type { Config } from '../policy/config-schema.js';
 import {
@@ -542,6 +543,7 @@ export class ClientSession {
       return;
     }
     this.upstream = upstream;
+    upstreamSession(1);
     // The parser's major must be the server's (DESIGN.md "Parsing"): no parser, no session.
     try {
       await loadParser(majorOfServerVersion(upstream.serverVersionNum));
@@ -780,6 +782,7 @@ export class ClientSession {
       fields = { severity: 'FATAL', code: '08P01', message };
     }
     this.log.info({ event: 'startup-failed', code: fields.code, message: fields.message }, 'startup refused');
+    connectionRefused(fields.code);
     this.terminate(new ClientError(fields));
   }
 
@@ -790,6 +793,7 @@ export class ClientSession {
     this.relay?.stop();
     if (this.cancelKey !== undefined) this.ctx.cancels.release(this.cancelKey);
     if (this.setLogin) this.ctx.managed.using(this.database, this.setLogin.login.user, -1);
+    if (this.upstream) upstreamSession(-1);
     this.upstream?.socket.destroySoon();
     if (!this.client.destroyed) this.client.destroySoon();
     this.log.info(

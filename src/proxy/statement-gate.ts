@@ -34,6 +34,11 @@ export interface StatementPlan {
   readonly statement: StatementAnalysis;
   /** 0-based result column indexes that come back as `*****`. */
   readonly mask: ReadonlySet<number>;
+  /**
+   * The result columns the decision masks, when the rewrite masks them upstream (mask at read) and
+   * `mask` is empty: what the audit and the metrics report as masked.
+   */
+  readonly maskedAtRead?: ReadonlySet<number>;
   readonly redact: boolean;
   /** Predicted origins, one per result column, or null when the statement returns no rows we can predict. */
   readonly origins: readonly ColumnOrigin[] | null;

@@ -2,6 +2,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Catalog } from '../catalog/types.js';
+import { grantSync } from '../ops/metrics.js';
 import type { Config } from '../policy/config-schema.js';
 import { databaseIsRuled } from '../policy/database-access.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
@@ -316,10 +317,12 @@ export class ManagedRoles {
       // Nothing grants are computed from changed since the last sync (a catalog read again after an
       // unknown name, the TTL): skip it, but sync in full at least every RESYNC_MS.
       if (!state.failure && state.synced?.key === key && Date.now() - state.synced.at < RESYNC_MS) return;
+      const started = performance.now();
       try {
         const outcome = await retryTransient(() =>
           this.admin(state, (c) => this.syncWith(c, state, config, cat)),
         );
+        grantSync(database, true, performance.now() - started);
         clearTimeout(state.retry);
         state.retry = undefined;
         state.synced = { key, at: Date.now() };
@@ -328,6 +331,7 @@ export class ManagedRoles {
         state.failure = undefined;
         this.o.logger.info({ event: 'grant-sync', database, ...outcome }, 'grants synced');
       } catch (e) {
+        grantSync(database, false, performance.now() - started);
         failed(e);
       }
     });

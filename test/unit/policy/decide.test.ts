@@ -447,6 +447,7 @@ describe('SEE per column use (seed 004 "Hiding a column", DESIGN.md "Decision" s
       hint: 'To ask only whether rows exist, write EXISTS (SELECT 1 FROM …) without email; testing its values needs SEE on it.',
       position: 28,
       rule: { role: 'analyst', index: 1, effect: 'deny', scope: 'demo.public.users.email' },
+      column: 'public.users.email',
     });
   });
 
