@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
 import type { Logger } from 'pino';
+import { wireConsole } from './admin/wire-console.js';
 import { createScramVerifier } from './auth/scram-verifier.js';
 import { upstreamLoginWarnings } from './catalog/upstream-login.js';
 import { makeAuditLogger, makeLogger } from './logger.js';
@@ -131,12 +132,22 @@ async function serve(
   let proxy: ProxyServer | undefined;
   const source = await servePolicy(instance, logger, (next) => proxy?.reload(next));
   const fleet = await joinFleetOrExit(instance, logger, opts.worker);
+  /** SIGHUP and the wire console's RELOAD: the file read again (and handed to the store's source). */
+  const reloadFile = async () => {
+    const next = loadConfig(file);
+    for (const w of next.warnings) logger.warn({ event: 'config-warning' }, w);
+    proxy?.reload(source ? source.setInstance(next) : next);
+  };
+  let stop: (signal: string) => Promise<void> = async () => {};
   try {
     proxy = await startProxy(source?.loaded ?? instance, logger, {
       auditLogger: audit.logger,
       cancelOwner: fleet.owner,
       cancelRoutes: fleet.routes,
       ...(source ? { policy: source } : {}),
+      console: wireConsole,
+      reloadConfig: reloadFile,
+      shutdown: () => void stop('SHUTDOWN'),
     });
   } catch (e) {
     const hint = listenHint(e, instance.config.listen, opts.how);
@@ -162,19 +173,15 @@ async function serve(
       })
     : undefined;
   process.on('SIGHUP', () => {
-    try {
-      const next = loadConfig(file);
-      for (const w of next.warnings) logger.warn({ event: 'config-warning' }, w);
-      running.reload(source ? source.setInstance(next) : next);
-    } catch (e) {
+    reloadFile().catch((e: unknown) =>
       logger.error(
         { event: 'reload-failed', err: (e as Error).message },
         'new configuration is invalid; the old one stays in force',
-      );
-    }
+      ),
+    );
   });
   let stopping = false;
-  const stop = async (signal: string) => {
+  stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ event: 'shutdown', signal }, 'shutting down');

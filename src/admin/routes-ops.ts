@@ -19,7 +19,7 @@ export type MetricsExposition = () => Promise<{ contentType: string; body: strin
 
 /** The exposition of this process's registry (ops/metrics.ts). */
 export const processMetrics: MetricsExposition = async () => {
-  const r = metricsRegistry();
+  const r = await metricsRegistry();
   return { contentType: r.contentType, body: await r.metrics() };
 };
 

@@ -114,7 +114,7 @@ class LabelTree<T> {
 }
 
 /** Base of the families: registration with a Registry in prom-client's duck-typed metric shape. */
-abstract class Family {
+export abstract class Family {
   readonly name: string;
   readonly help: string;
   readonly aggregator: Aggregator;

@@ -1,26 +1,31 @@
 // pgwarden's Prometheus metrics: one registry per process, one-line hot-path calls, label values bounded.
-import { collectDefaultMetrics, Registry } from 'prom-client';
-import { type Cell, CounterFamily, HistogramFamily } from './metric-families.js';
+import type { Registry } from 'prom-client';
+import { type Cell, CounterFamily, type Family, HistogramFamily } from './metric-families.js';
+
+/** Every family of this module, registered with the registry when it is first asked for. */
+const families: Family[] = [];
+function family<F extends Family>(f: F): F {
+  families.push(f);
+  return f;
+}
+let registry: Promise<Registry> | undefined;
 
 /**
- * The registry every pgwarden metric is registered with (one per process). `/metrics` of the
- * admin listener serves it; under `serve --workers N` each worker's registry is what prom-client's
- * `AggregatorRegistry` merges (pass it to `AggregatorRegistry.setRegistries`), every family
- * declaring how (`sum`, or `max` for the epoch gauge).
+ * The registry of every pgwarden metric (one per process), with prom-client's default process
+ * metrics (resident memory, heap, event-loop lag, GC, open handles). prom-client is loaded on the
+ * first call: the hot path adds to plain numbers (metric-families.ts) and needs none of it, so a
+ * process that never serves `/metrics` neither loads it nor watches its event loop. `/metrics`
+ * serves it; under `serve --workers N` each worker's registry is what prom-client's
+ * `AggregatorRegistry` merges (`AggregatorRegistry.setRegistries`), each family declaring how
+ * (`sum`, or `max` for the epoch gauge).
  */
-const registry = new Registry();
-let processMetrics = false;
-
-/**
- * The process's registry, with prom-client's default process metrics (resident memory, heap,
- * event-loop lag, GC, open handles) added on the first call: they watch the event loop and GC, so
- * only a process that serves or aggregates metrics pays for them.
- */
-export function metricsRegistry(): Registry {
-  if (!processMetrics) {
-    processMetrics = true;
-    collectDefaultMetrics({ register: registry });
-  }
+export function metricsRegistry(): Promise<Registry> {
+  registry ??= import('prom-client').then(({ Registry, collectDefaultMetrics }) => {
+    const r = new Registry();
+    for (const f of families) f.registerWith(r);
+    collectDefaultMetrics({ register: r });
+    return r;
+  });
   return registry;
 }
 
@@ -33,118 +38,156 @@ const UPSTREAM_BUCKETS = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 ];
 
-const clientConnections = new CounterFamily({
-  name: 'pgwarden_client_connections',
-  help: 'Client connections now: active (logged in, counted against limits.max_client_connections) and pending (still logging in).',
-  labelNames: ['state'] as const,
-  type: 'gauge',
-}).registerWith(registry);
-const clientConnectionsTotal = new CounterFamily({
-  name: 'pgwarden_client_connections_total',
-  help: 'Client connections accepted (TCP), whatever became of them.',
-  labelNames: [] as const,
-}).registerWith(registry);
-const refusedConnections = new CounterFamily({
-  name: 'pgwarden_client_connections_refused_total',
-  help: 'Client connections refused before or at login, by reason: the SQLSTATE condition name of the FATAL sent.',
-  labelNames: ['reason'] as const,
-  cap: 64,
-}).registerWith(registry);
-const upstreamSessions = new CounterFamily({
-  name: 'pgwarden_upstream_sessions',
-  help: 'Upstream sessions open now (one per logged-in client).',
-  labelNames: [] as const,
-  type: 'gauge',
-}).registerWith(registry);
-const upstreamSessionsTotal = new CounterFamily({
-  name: 'pgwarden_upstream_sessions_total',
-  help: 'Upstream sessions opened.',
-  labelNames: [] as const,
-}).registerWith(registry);
-const statements = new CounterFamily({
-  name: 'pgwarden_statements_total',
-  help: 'Statements decided, by kind (SELECT, INSERT, UPDATE, DELETE, MERGE, MANAGE, SESSION, FETCH, MOVE, UNPARSED) and verdict (allowed, masked: ran with masked columns, refused).',
-  labelNames: ['kind', 'verdict'] as const,
-  cap: 64,
-}).registerWith(registry);
-const refusals = new CounterFamily({
-  name: 'pgwarden_refusals_total',
-  help: 'Statements refused, by the rule that refused (roles.<role>.permissions[<index>], "default-deny" for 42501 without a deny rule, "-" for other refusals) and SQLSTATE.',
-  labelNames: ['rule', 'sqlstate'] as const,
-  cap: 1000,
-}).registerWith(registry);
-const columnRefusals = new CounterFamily({
-  name: 'pgwarden_column_refusals_total',
-  help: 'Statements refused over a column, by database and schema.table.column (only columns of the catalog: an unknown name is refused without one).',
-  labelNames: ['database', 'column'] as const,
-  cap: 1000,
-}).registerWith(registry);
-const maskedColumns = new CounterFamily({
-  name: 'pgwarden_masked_columns_total',
-  help: 'Result columns masked in statements that ran, by role of the session (a session with several roles counts for each).',
-  labelNames: ['role'] as const,
-  cap: 500,
-}).registerWith(registry);
-const analysisCache = new CounterFamily({
-  name: 'pgwarden_analysis_cache_total',
-  help: 'Analysis cache lookups: result hit (the exact text), normalized_hit (the same text up to literals) or miss (analyzed).',
-  labelNames: ['result'] as const,
-}).registerWith(registry);
-const decisionCache = new CounterFamily({
-  name: 'pgwarden_decision_cache_total',
-  help: 'Decision cache lookups: result hit or miss (decided).',
-  labelNames: ['result'] as const,
-}).registerWith(registry);
-const catalogReads = new CounterFamily({
-  name: 'pgwarden_catalog_reads_total',
-  help: 'Catalog reads on the shared catalog connection, by database, kind (full or incremental) and result (ok, failed).',
-  labelNames: ['database', 'kind', 'result'] as const,
-  cap: 400,
-}).registerWith(registry);
-const catalogReadSeconds = new HistogramFamily({
-  name: 'pgwarden_catalog_read_duration_seconds',
-  help: 'Duration of catalog reads, by database.',
-  labelNames: ['database'] as const,
-  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
-  cap: 100,
-}).registerWith(registry);
-const grantSyncs = new CounterFamily({
-  name: 'pgwarden_grant_syncs_total',
-  help: 'Grant syncs of roles: managed databases, by database and result (ok, failed).',
-  labelNames: ['database', 'result'] as const,
-  cap: 200,
-}).registerWith(registry);
-const grantSyncSeconds = new HistogramFamily({
-  name: 'pgwarden_grant_sync_duration_seconds',
-  help: 'Duration of grant syncs, by database.',
-  labelNames: ['database'] as const,
-  buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
-  cap: 100,
-}).registerWith(registry);
-const proxySeconds = new HistogramFamily({
-  name: 'pgwarden_statement_proxy_duration_seconds',
-  help: 'Time in pgwarden per Query or Parse message: analysis, decision and rewrite (and a catalog read it waited for), until it was sent upstream or refused.',
-  labelNames: [] as const,
-  buckets: PROXY_BUCKETS,
-}).registerWith(registry);
-const upstreamSeconds = new HistogramFamily({
-  name: 'pgwarden_statement_upstream_duration_seconds',
-  help: 'Time upstream per statement that ran: from its message sent upstream to its CommandComplete.',
-  labelNames: [] as const,
-  buckets: UPSTREAM_BUCKETS,
-}).registerWith(registry);
-const policyEpoch = new CounterFamily({
-  name: 'pgwarden_policy_epoch',
-  help: 'The policy in force: 1 for its epoch (the hash stamped on audit lines).',
-  labelNames: ['epoch'] as const,
-  type: 'gauge',
-  aggregator: 'max',
-}).registerWith(registry);
-const policyReloads = new CounterFamily({
-  name: 'pgwarden_policy_reloads_total',
-  help: 'Policy reloads (SIGHUP, a store change, the wire console’s RELOAD).',
-  labelNames: [] as const,
-}).registerWith(registry);
+const clientConnections = family(
+  new CounterFamily({
+    name: 'pgwarden_client_connections',
+    help: 'Client connections now: active (logged in, counted against limits.max_client_connections) and pending (still logging in).',
+    labelNames: ['state'] as const,
+    type: 'gauge',
+  }),
+);
+const clientConnectionsTotal = family(
+  new CounterFamily({
+    name: 'pgwarden_client_connections_total',
+    help: 'Client connections accepted (TCP), whatever became of them.',
+    labelNames: [] as const,
+  }),
+);
+const refusedConnections = family(
+  new CounterFamily({
+    name: 'pgwarden_client_connections_refused_total',
+    help: 'Client connections refused before or at login, by reason: the SQLSTATE condition name of the FATAL sent.',
+    labelNames: ['reason'] as const,
+    cap: 64,
+  }),
+);
+const upstreamSessions = family(
+  new CounterFamily({
+    name: 'pgwarden_upstream_sessions',
+    help: 'Upstream sessions open now (one per logged-in client).',
+    labelNames: [] as const,
+    type: 'gauge',
+  }),
+);
+const upstreamSessionsTotal = family(
+  new CounterFamily({
+    name: 'pgwarden_upstream_sessions_total',
+    help: 'Upstream sessions opened.',
+    labelNames: [] as const,
+  }),
+);
+const statements = family(
+  new CounterFamily({
+    name: 'pgwarden_statements_total',
+    help: 'Statements decided, by kind (SELECT, INSERT, UPDATE, DELETE, MERGE, MANAGE, SESSION, FETCH, MOVE, UNPARSED) and verdict (allowed, masked: ran with masked columns, refused).',
+    labelNames: ['kind', 'verdict'] as const,
+    cap: 64,
+  }),
+);
+const refusals = family(
+  new CounterFamily({
+    name: 'pgwarden_refusals_total',
+    help: 'Statements refused, by the rule that refused (roles.<role>.permissions[<index>], "default-deny" for 42501 without a deny rule, "-" for other refusals) and SQLSTATE.',
+    labelNames: ['rule', 'sqlstate'] as const,
+    cap: 1000,
+  }),
+);
+const columnRefusals = family(
+  new CounterFamily({
+    name: 'pgwarden_column_refusals_total',
+    help: 'Statements refused over a column, by database and schema.table.column (only columns of the catalog: an unknown name is refused without one).',
+    labelNames: ['database', 'column'] as const,
+    cap: 1000,
+  }),
+);
+const maskedColumns = family(
+  new CounterFamily({
+    name: 'pgwarden_masked_columns_total',
+    help: 'Result columns masked in statements that ran, by role of the session (a session with several roles counts for each).',
+    labelNames: ['role'] as const,
+    cap: 500,
+  }),
+);
+const analysisCache = family(
+  new CounterFamily({
+    name: 'pgwarden_analysis_cache_total',
+    help: 'Analysis cache lookups: result hit (the exact text), normalized_hit (the same text up to literals) or miss (analyzed).',
+    labelNames: ['result'] as const,
+  }),
+);
+const decisionCache = family(
+  new CounterFamily({
+    name: 'pgwarden_decision_cache_total',
+    help: 'Decision cache lookups: result hit or miss (decided).',
+    labelNames: ['result'] as const,
+  }),
+);
+const catalogReads = family(
+  new CounterFamily({
+    name: 'pgwarden_catalog_reads_total',
+    help: 'Catalog reads on the shared catalog connection, by database, kind (full or incremental) and result (ok, failed).',
+    labelNames: ['database', 'kind', 'result'] as const,
+    cap: 400,
+  }),
+);
+const catalogReadSeconds = family(
+  new HistogramFamily({
+    name: 'pgwarden_catalog_read_duration_seconds',
+    help: 'Duration of catalog reads, by database.',
+    labelNames: ['database'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
+    cap: 100,
+  }),
+);
+const grantSyncs = family(
+  new CounterFamily({
+    name: 'pgwarden_grant_syncs_total',
+    help: 'Grant syncs of roles: managed databases, by database and result (ok, failed).',
+    labelNames: ['database', 'result'] as const,
+    cap: 200,
+  }),
+);
+const grantSyncSeconds = family(
+  new HistogramFamily({
+    name: 'pgwarden_grant_sync_duration_seconds',
+    help: 'Duration of grant syncs, by database.',
+    labelNames: ['database'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
+    cap: 100,
+  }),
+);
+const proxySeconds = family(
+  new HistogramFamily({
+    name: 'pgwarden_statement_proxy_duration_seconds',
+    help: 'Time in pgwarden per Query or Parse message: analysis, decision and rewrite (and a catalog read it waited for), until it was sent upstream or refused.',
+    labelNames: [] as const,
+    buckets: PROXY_BUCKETS,
+  }),
+);
+const upstreamSeconds = family(
+  new HistogramFamily({
+    name: 'pgwarden_statement_upstream_duration_seconds',
+    help: 'Time upstream per statement that ran: from its message sent upstream to its CommandComplete.',
+    labelNames: [] as const,
+    buckets: UPSTREAM_BUCKETS,
+  }),
+);
+const policyEpoch = family(
+  new CounterFamily({
+    name: 'pgwarden_policy_epoch',
+    help: 'The policy in force: 1 for its epoch (the hash stamped on audit lines).',
+    labelNames: ['epoch'] as const,
+    type: 'gauge',
+    aggregator: 'max',
+  }),
+);
+const policyReloads = family(
+  new CounterFamily({
+    name: 'pgwarden_policy_reloads_total',
+    help: 'Policy reloads (SIGHUP, a store change, the wire console’s RELOAD).',
+    labelNames: [] as const,
+  }),
+);
 
 /** SQLSTATE condition names (PostgreSQL Appendix A) of the FATALs a connection can be refused with. */
 const CONDITION_NAMES: Readonly<Record<string, string>> = {

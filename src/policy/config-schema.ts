@@ -453,6 +453,12 @@ export const configSchema = z
     if (c.policy_cache !== undefined && c.policy_store === undefined)
       ctx.addIssue({ code: 'custom', path: ['policy_cache'], message: 'needs policy_store' });
     checkPolicyReferences(c, ctx, false);
+    if (Object.hasOwn(c.databases, 'pgwarden'))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['databases', 'pgwarden'],
+        message: 'is the name of the wire admin console (psql -d pgwarden): give the database another name',
+      });
     for (const [db, d] of Object.entries(c.databases)) {
       if (d.roles !== 'managed') continue;
       for (const r of Object.keys(c.roles)) {

@@ -30,6 +30,7 @@ import type { KeyOwner } from './cancel-key.js';
 import { CancelRegistry } from './cancel-registry.js';
 import { type CancelOutcome, type CancelRoutes, routeCancel } from './cancel-routing.js';
 import { CatalogSource } from './catalog-source.js';
+import type { ConsoleFactory, ConsoleHandler, SessionCounters } from './console-port.js';
 import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js';
 import { CATALOG_REFRESH_MIN_MS, ClientError, ClientSession } from './session.js';
 import { authSecretFor, VerifierCache } from './verifier-cache.js';
@@ -141,6 +142,12 @@ export interface ProxyOptions {
   readonly cancelRoutes?: CancelRoutes;
   /** The policy's currency against the store (PolicySource); absent: the file's policy, never stale. */
   readonly policy?: { isCurrent(): boolean; currency(): PolicyCurrency };
+  /** The wire admin console (`psql -d pgwarden`, admin/wire-console.ts); absent: that database does not exist. */
+  readonly console?: ConsoleFactory;
+  /** The console's RELOAD: what SIGHUP does (`serve`); rejects with the reason. Absent: RELOAD is refused. */
+  readonly reloadConfig?: () => Promise<void>;
+  /** The console's SHUTDOWN: what SIGTERM does (`serve`). Default: this proxy's close(). */
+  readonly shutdown?: () => void;
 }
 
 /**
@@ -194,6 +201,47 @@ export async function startProxy(
   const pending = new Set<ClientSession>();
   const pendingByAddress = new Map<string, number>();
   let lingering = 0;
+  /** SHOW STATS: the counters of closed sessions, per database. */
+  const closedTotals = new Map<string, SessionCounters>();
+  const addCounters = (to: Map<string, SessionCounters>, database: string, c: SessionCounters) => {
+    const t = to.get(database);
+    to.set(
+      database,
+      t
+        ? {
+            transactions: t.transactions + c.transactions,
+            queries: t.queries + c.queries,
+            refused: t.refused + c.refused,
+            queryTimeUs: t.queryTimeUs + c.queryTimeUs,
+            received: t.received + c.received,
+            sent: t.sent + c.sent,
+          }
+        : c,
+    );
+  };
+  let proxy: ProxyServer | undefined;
+  const consoleHandler: ConsoleHandler | undefined = opts.console?.({
+    config: () => current,
+    epoch: () => configEpoch(current.config),
+    clients: () => [...sessions].map((s) => s.info()),
+    totals: () => {
+      const all = new Map(closedTotals);
+      for (const s of sessions) {
+        const i = s.info();
+        addCounters(all, i.database, i.counters);
+      }
+      return all;
+    },
+    kill: (id) => {
+      const s = [...sessions].find((x) => x.id === id);
+      if (!s) return false;
+      s.kill(current.config.limits.shutdown_cancel_wait_ms);
+      return true;
+    },
+    reload: opts.reloadConfig,
+    shutdown: () => (opts.shutdown ? opts.shutdown() : void proxy?.close()),
+    audit: (fields) => (opts.auditLogger ?? logger).info({ audit: true, admin: true, ...fields }, 'admin'),
+  });
 
   /** Writes `fields` as FATAL at once and closes; the client's bytes meanwhile are read and dropped. */
   const refuseNow = (socket: net.Socket, fields: ErrorFields) => {
@@ -279,8 +327,12 @@ export async function startProxy(
       },
       onClose: (s) => {
         unpend(s);
-        sessions.delete(s);
+        if (sessions.delete(s)) {
+          const i = s.info();
+          if (i.database !== '') addCounters(closedTotals, i.database, i.counters);
+        }
       },
+      ...(consoleHandler ? { console: consoleHandler } : {}),
     });
     pending.add(session);
     void session.run();
@@ -308,7 +360,7 @@ export async function startProxy(
   const addr = server.address() as net.AddressInfo;
   logger.info({ event: 'listening', host: addr.address, port: addr.port }, 'pgwarden listening');
 
-  return {
+  proxy = {
     address: { host: addr.address, port: addr.port },
     sessionCount: () => sessions.size,
     pendingCount: () => pending.size,
@@ -384,4 +436,5 @@ export async function startProxy(
       logger.info({ event: 'stopped' }, 'pgwarden stopped');
     },
   };
+  return proxy;
 }

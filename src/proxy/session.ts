@@ -19,6 +19,7 @@ import { checkDatabaseAccess } from '../policy/database-access.js';
 import type { DecisionCache } from '../policy/decision-cache.js';
 import type { ConnectionKind, Refusal } from '../policy/decision-types.js';
 import { findPrincipal, type Principal } from '../policy/principals.js';
+import { isWorkspaceAdmin } from '../policy/resolve-roles.js';
 import type { WallSwitches } from '../policy/wall-switches.js';
 import type { RewriteCache } from '../rewrite/rewrite-cache.js';
 import { type ManagedRoles, ManagedRolesError, type SetLogin } from '../roles/managed-roles.js';
@@ -45,6 +46,13 @@ import type { AuditLog } from './audit.js';
 import type { CancelRegistry } from './cancel-registry.js';
 import type { CancelOutcome } from './cancel-routing.js';
 import { type CatalogSource, CatalogUnavailable } from './catalog-source.js';
+import {
+  type ClientInfo,
+  CONSOLE_DATABASE,
+  type ConsoleHandler,
+  consoleParameters,
+  type SessionCounters,
+} from './console-port.js';
 import { FrameQueue } from './frame-queue.js';
 import type { MemoryBudget } from './memory-budget.js';
 import { Relay } from './relay.js';
@@ -114,6 +122,8 @@ export interface SessionContext {
   readonly onClose: (session: ClientSession) => void;
   /** The refusal while the policy lags the store past its bound (issue 21); absent: never stale. */
   readonly policyRefusal?: () => Refusal | undefined;
+  /** The wire admin console, served to a client naming database `pgwarden`; absent: no console here. */
+  readonly console?: ConsoleHandler;
 }
 
 /** A FATAL or ERROR to send the client: an ErrorResponse with its SQLSTATE. */
@@ -326,6 +336,14 @@ export class ClientSession {
   recheck(next: Config): void {
     if (!this.login || this.closed) return;
     const r = connectionRolesAfterReload(next, this.login, Date.now());
+    if (this.consoleSession) {
+      // The console's commands check the caller's actions each time; only a principal gone ends it.
+      if (!r.ok) {
+        this.log.info({ event: 'revoked', reason: r.message }, 'session closed after a policy change');
+        this.terminate(fatal('28000', r.message));
+      } else this.roles = r.roles;
+      return;
+    }
     const access = r.ok ? checkDatabaseAccess(next, r.roles, this.database, this.ctx.connection) : undefined;
     if (!r.ok || !access?.ok) {
       const message = !r.ok ? r.message : access && !access.ok ? access.message : 'access revoked';
@@ -355,6 +373,136 @@ export class ClientSession {
 
   /** Set while a reload's grant sync runs under `roles: managed`: statements wait for it. */
   private policySettling: Promise<void> | undefined;
+  /** Set for a session of the wire admin console (database `pgwarden`): it has no upstream. */
+  private consoleSession = false;
+  /** When the client connected (ms since the epoch) and the startup parameter application_name. */
+  private readonly connectedAt = Date.now();
+  private applicationName = '';
+  private upstreamAt = 0;
+
+  /**
+   * The wire admin console (issue 21): the caller acts as itself (no viewer), with the roles its
+   * connection resolves to; it gets the parameters a server sends and ReadyForQuery, then the
+   * console reads its messages. FATAL 28000 when it names a viewer or resolves to no role.
+   */
+  private startConsole(
+    console: ConsoleHandler,
+    config: Config,
+    principal: Principal,
+    request: ConnectionRequest,
+    filtered: { user: string; upstream: ReadonlyMap<string, string> },
+  ): void {
+    if (request.viewer !== undefined)
+      throw fatal(
+        '28000',
+        'the admin console acts for its caller only: pgwarden.viewer is not allowed there',
+      );
+    const resolution = resolveConnectionRoles(config, principal, request, Date.now());
+    if (!resolution.ok) throw fatal(resolution.sqlstate, resolution.message);
+    this.roles = resolution.roles;
+    this.database = CONSOLE_DATABASE;
+    this.consoleSession = true;
+    this.policy = config;
+    this.login = { user: filtered.user, ...request };
+    this.applicationName = filtered.upstream.get('application_name') ?? '';
+    this.client.cork();
+    for (const m of consoleParameters(principal.name, this.applicationName)) this.client.write(m);
+    this.client.write(readyForQuery('I'));
+    this.client.uncork();
+    this.log.info(
+      { event: 'ready', user: filtered.user, database: CONSOLE_DATABASE },
+      'admin console session ready',
+    );
+    console.serve({
+      id: this.id,
+      socket: this.client,
+      log: this.log,
+      caller: () => {
+        const next = this.ctx.config().config;
+        const r = this.login ? connectionRolesAfterReload(next, this.login, Date.now()) : undefined;
+        if (!r?.ok) return undefined;
+        return {
+          name: principal.name,
+          roles: r.roles,
+          workspaceAdmin: principal.kind === 'user' && isWorkspaceAdmin(next, principal.name),
+        };
+      },
+      terminate: (f) => this.terminate(f ? fatal(f.code, f.message) : undefined),
+    });
+  }
+
+  /** What SHOW CLIENTS and SHOW SERVERS show of this session (console/port.ts ClientInfo). */
+  info(): ClientInfo {
+    const relay = this.relay;
+    const state = !relay
+      ? 'idle'
+      : relay.busy
+        ? 'active'
+        : relay.transactionStatus === 'T'
+          ? 'idle in transaction'
+          : relay.transactionStatus === 'E'
+            ? 'idle in transaction (aborted)'
+            : 'idle';
+    const up = this.upstream?.socket;
+    const tlsOf = (s: net.Socket | undefined) => {
+      if (!(s instanceof tls.TLSSocket)) return '';
+      const c = s.getCipher();
+      return `${s.getProtocol() ?? ''} ${c?.name ?? ''}`.trim();
+    };
+    const last = relay?.lastStatementAt;
+    return {
+      id: this.id,
+      user: this.principal?.name ?? '',
+      database: this.database,
+      state,
+      addr: this.client.remoteAddress ?? '',
+      port: this.client.remotePort ?? 0,
+      localAddr: this.client.localAddress ?? '',
+      localPort: this.client.localPort ?? 0,
+      connectTime: this.connectedAt,
+      requestTime: last === undefined ? undefined : Math.round(performance.timeOrigin + last),
+      tls: tlsOf(this.client),
+      applicationName: this.applicationName,
+      roles: this.roles,
+      server:
+        this.upstream && up
+          ? {
+              user: this.upstreamUser,
+              addr: up.remoteAddress ?? '',
+              port: up.remotePort ?? 0,
+              localAddr: up.localAddress ?? '',
+              localPort: up.localPort ?? 0,
+              pid: this.upstream.processId,
+              connectTime: this.upstreamAt,
+              tls: tlsOf(up),
+            }
+          : undefined,
+      counters: this.counters(),
+    };
+  }
+
+  /** The session's counters so far (SHOW STATS): its relay's, and its client socket's bytes. */
+  counters(): SessionCounters {
+    const r = this.relay;
+    return {
+      transactions: r?.transactionsEnded ?? 0,
+      queries: r?.queries ?? 0,
+      refused: r?.refused ?? 0,
+      queryTimeUs: Math.round(r?.queryTimeUs ?? 0),
+      received: this.client.bytesRead,
+      sent: this.client.bytesWritten,
+    };
+  }
+
+  /**
+   * KILL from the admin console: ends the session as pg_terminate_backend would (FATAL 57P01
+   * admin_shutdown); a statement running upstream is canceled and an open transaction rolled back
+   * first ({@link endAfterGrace}, waiting at most `cancelWaitMs`).
+   */
+  kill(cancelWaitMs: number): void {
+    if (this.relay) void this.endAfterGrace(cancelWaitMs);
+    else this.terminate(fatal('57P01', ADMIN_SHUTDOWN));
+  }
 
   /** Whether `database` is under `roles: managed` (set when the session started). */
   private managedDatabase = false;
@@ -454,6 +602,10 @@ export class ClientSession {
       ...(filtered.pgwarden.role !== undefined ? { requestedRole: filtered.pgwarden.role } : {}),
       ...(filtered.pgwarden.viewer !== undefined ? { viewer: filtered.pgwarden.viewer } : {}),
     };
+    if (filtered.database === CONSOLE_DATABASE && this.ctx.console) {
+      this.startConsole(this.ctx.console, config, principal, request, filtered);
+      return;
+    }
     const resolution = resolveConnectionRoles(config, principal, request, Date.now());
     if (!resolution.ok) throw fatal(resolution.sqlstate, resolution.message);
     this.roles = resolution.roles;
@@ -543,6 +695,8 @@ export class ClientSession {
       return;
     }
     this.upstream = upstream;
+    this.upstreamAt = Date.now();
+    this.applicationName = filtered.upstream.get('application_name') ?? '';
     upstreamSession(1);
     // The parser's major must be the server's (DESIGN.md "Parsing"): no parser, no session.
     try {

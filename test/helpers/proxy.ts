@@ -8,7 +8,7 @@ import YAML from 'yaml';
 import { DEMO_APP_PASSWORD, DEMO_DIR } from '../../src/embedded/demo.js';
 import { type LoadedConfig, parseConfig } from '../../src/policy/config-load.js';
 import type { WallSwitches } from '../../src/policy/wall-switches.js';
-import { type ProxyServer, startProxy } from '../../src/proxy/server.js';
+import { type ProxyOptions, type ProxyServer, startProxy } from '../../src/proxy/server.js';
 
 let workspaces = 0;
 
@@ -62,7 +62,7 @@ export interface TestProxy {
 /** Starts a proxy with `obj` (default: the demo config). Logs go nowhere unless PGWARDEN_TEST_LOG is set. */
 export async function startTestProxy(
   obj: Record<string, unknown> = demoConfigObject(),
-  opts: { logLines?: Record<string, unknown>[]; walls?: WallSwitches } = {},
+  opts: { logLines?: Record<string, unknown>[]; walls?: WallSwitches; proxy?: ProxyOptions } = {},
 ): Promise<TestProxy> {
   const lines = opts.logLines;
   const logger = lines
@@ -71,7 +71,10 @@ export async function startTestProxy(
         { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) },
       )
     : pino({ level: process.env.PGWARDEN_TEST_LOG ?? 'silent' });
-  const server = await startProxy(loadTestConfig(obj), logger, opts.walls ? { walls: opts.walls } : {});
+  const server = await startProxy(loadTestConfig(obj), logger, {
+    ...opts.proxy,
+    ...(opts.walls ? { walls: opts.walls } : {}),
+  });
   const port = server.address.port;
   const url = (user: string, password = user, database = 'demo') =>
     `postgres://${encodeURIComponent(user)}:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`;
