@@ -5,7 +5,7 @@ import { FrontendCode } from '../wire/codes.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
 import { decodeQuery } from '../wire/frontend.js';
 import type { ProtocolError } from '../wire/protocol-error.js';
-import { runConsoleCommand } from './console-commands.js';
+import { runConsoleCommand } from './wire-console-commands.js';
 
 /** The longest command the console reads (bytes); a longer message is FATAL 08P01, as Postgres ends on a broken length. */
 const MAX_MESSAGE_BYTES = 1 << 20;
@@ -131,7 +131,7 @@ class ConsoleSession {
 /**
  * The wire admin console (issue 21), for `startProxy`'s `console` option: a client that logs in (SCRAM,
  * as to any database) to the virtual database `pgwarden` gets PgBouncer-style commands over the simple
- * query protocol (console-commands.ts). An extended-protocol message gets ERROR 0A000 and the messages
+ * query protocol (wire-console-commands.ts). An extended-protocol message gets ERROR 0A000 and the messages
  * up to Sync are skipped (then ReadyForQuery); FunctionCall gets 0A000; an unknown message type is
  * FATAL 08P01 as in Postgres. Bad input costs a command, never the session.
  */
