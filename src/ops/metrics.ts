@@ -159,7 +159,7 @@ const grantSyncSeconds = family(
 const proxySeconds = family(
   new HistogramFamily({
     name: 'pgwarden_statement_proxy_duration_seconds',
-    help: 'Time in pgwarden per Query or Parse message: analysis, decision and rewrite (and a catalog read it waited for), until it was sent upstream or refused.',
+    help: 'Time in pgwarden per Query or Parse message (one in 16 sampled): analysis, decision and rewrite (and a catalog read it waited for), until it was sent upstream or refused.',
     labelNames: [] as const,
     buckets: PROXY_BUCKETS,
   }),
@@ -167,7 +167,7 @@ const proxySeconds = family(
 const upstreamSeconds = family(
   new HistogramFamily({
     name: 'pgwarden_statement_upstream_duration_seconds',
-    help: 'Time upstream per statement that ran: from its message sent upstream to its CommandComplete.',
+    help: 'Time upstream per statement that ran (every Execute, one Query in 16 sampled): from its message sent upstream to its CommandComplete.',
     labelNames: [] as const,
     buckets: UPSTREAM_BUCKETS,
   }),
@@ -293,7 +293,8 @@ function kindCells(kind: string): { allowed: Cell; masked: Cell; refused: Cell }
 /**
  * A statement ran to its CommandComplete: counted by `kind` (audit's kind) and verdict, its
  * `masked` result columns counted for each of `roles` (configured role names), its time upstream
- * (`upstreamMs`, milliseconds) observed. Allocates nothing once its labels have been seen.
+ * (`upstreamMs`, milliseconds; negative: not timed) observed. Allocates nothing once its labels
+ * have been seen.
  */
 export function statementRan(
   kind: string,
@@ -306,7 +307,7 @@ export function statementRan(
     k.masked.n++;
     for (let i = 0; i < roles.length; i++) maskedColumns.cell(roles[i] as string).n += masked;
   } else k.allowed.n++;
-  upstreamCell.observe(upstreamMs / 1000);
+  if (upstreamMs >= 0) upstreamCell.observe(upstreamMs / 1000);
 }
 
 /** What a refusal says about itself, for {@link statementRefused} (policy/decision-types.ts's Refusal). */

@@ -43,7 +43,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
       }
       return this.staged(result.plans, result.head, result.sent?.text ?? result.head, result.rest, started);
     }
-    this.expects.push({ t: 'query', plans: result.plans, index: 0, sql, started, sent: performance.now() });
+    this.expects.push({ t: 'query', plans: result.plans, index: 0, sql, started, sent: this.gatedAt });
     // Mask at read: the rewritten text goes up instead of the caller's (wall 2).
     this.send(result.sent ? encodeQuery(result.sent.text) : q.f.bytes);
     this.batchOpen = false;
