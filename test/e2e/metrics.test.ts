@@ -137,8 +137,9 @@ describe('/healthz and /readyz', () => {
     const port = (dead.address() as net.AddressInfo).port;
     await new Promise<void>((r) => dead.close(() => r()));
     const config = demoConfigObject();
-    const dbs = config.databases as Record<string, { url: string }>;
-    dbs.demo!.url = `postgres://pgwarden_app:x@127.0.0.1:${port}/demo`;
+    const dbs = config.databases as Record<string, { url: string; roles?: string }>;
+    // roles: single: managed roles would need the upstream to start at all.
+    dbs.demo = { url: `postgres://pgwarden_app:x@127.0.0.1:${port}/demo`, roles: 'single' };
     const down = await startTestProxy(config);
     const downAdmin = await startAdmin({
       listen: '127.0.0.1:0',

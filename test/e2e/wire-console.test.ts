@@ -75,7 +75,7 @@ describe('wire admin console', () => {
       const pid = (await alice.query('select pg_backend_pid() as pid')).rows[0].pid as number;
       expect(servers.rows.find((x) => x.link === mine.id)).toMatchObject({
         type: 'S',
-        user: 'pgwarden_app',
+        user: expect.stringMatching(/^(pgwarden_app|pgwarden_set_[0-9a-f]+)$/),
         database: 'demo',
         remote_pid: String(pid),
       });
