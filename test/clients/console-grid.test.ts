@@ -298,9 +298,11 @@ describe('web console', () => {
     const toggle = page.getByRole('button', { name: 'Collapse demo.public.orgs' });
     await toggle.focus();
     await page.keyboard.press('Enter');
-    await page.getByRole('button', { name: 'Expand demo.public.orgs' }).waitFor();
+    const expand = page.getByRole('button', { name: 'Expand demo.public.orgs' });
+    await expand.waitFor();
     expect(await page.getByLabel('SEE on demo.public.orgs.secret').count()).toBe(0);
-    // Focus stays on the toggle, so Enter opens it again.
+    // Enter on the (re-rendered) toggle opens it again.
+    await expand.focus();
     await page.keyboard.press('Enter');
     const cell = page.getByLabel('INSERT on demo.public.orgs.name', { exact: true });
     await cell.waitFor();
