@@ -162,7 +162,7 @@ export class Relay extends UpstreamRepliesRelay {
    */
   private malformed(f: Frame, e: ProtocolError): void {
     this.o.log.info(
-      { event: 'malformed-message', type: String.fromCharCode(f.code), code: e.sqlstate, msg: e.message },
+      { event: 'malformed-message', type: String.fromCharCode(f.code), code: e.sqlstate, reason: e.message },
       'malformed message from client',
     );
     const refusal = { sqlstate: e.sqlstate, message: e.message };

@@ -355,7 +355,7 @@ export class ClientSession {
     const wasManage = this.setLogin === undefined;
     if (this.managedDatabase && !this.sameUpstreamLogin(next, r.roles, wasManage)) {
       const message = 'your roles changed: reconnect to log in upstream as the login of your new roles';
-      this.log.info({ event: 'revoked', msg: message }, 'session closed after a policy change');
+      this.log.info({ event: 'revoked', reason: message }, 'session closed after a policy change');
       this.terminate(fatal('28000', message));
       return;
     }
