@@ -291,10 +291,15 @@ describe('web console', () => {
     await context.close();
   });
 
-  test('the grid is usable from the keyboard: Enter folds a tree row, arrows change a cell', async () => {
+  // Retried: under load the grid can re-render once more after the live catalog arrives, replacing
+  // the element a key went to (seen once in a full test:clients run; it passes alone).
+  test('the grid is usable from the keyboard: Enter folds a tree row, arrows change a cell', {
+    retry: 2,
+  }, async () => {
     const { context, page } = await newPage();
     await login(page, 'dba');
     await page.goto(`${base}/console/#/roles/support`);
+    await page.waitForLoadState('networkidle');
     const toggle = page.getByRole('button', { name: 'Collapse demo.public.orgs' });
     await toggle.focus();
     await page.keyboard.press('Enter');
@@ -306,8 +311,8 @@ describe('web console', () => {
     await page.keyboard.press('Enter');
     const cell = page.getByLabel('INSERT on demo.public.orgs.name', { exact: true });
     await cell.waitFor();
-    await cell.focus();
-    await page.keyboard.press('ArrowDown');
+    await page.waitForLoadState('networkidle');
+    await cell.press('ArrowDown');
     await expect.poll(() => cell.inputValue()).toBe('allow');
     expect(await page.getByRole('status').filter({ hasText: 'not saved yet' }).textContent()).toContain(
       '1 change not saved yet',
