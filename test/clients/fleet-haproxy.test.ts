@@ -195,7 +195,10 @@ describe('a fleet of three behind HAProxy', () => {
         i.served.lines.some((l) => l.event === 'cancel-request' && l.outcome === 'peer'),
       );
       expect(forwarders.map((f) => f.slot)).not.toContain(victim.slot);
-      expect(forwarders.length).toBe(1);
+      // leastconn usually sends the cancel elsewhere (then exactly one instance forwarded it), but
+      // connections of the earlier tests still closing can make it pick the owner itself; the
+      // forwarding path between instances is pinned without a balancer in test/e2e/fleet.test.ts.
+      expect(forwarders.length).toBeLessThanOrEqual(1);
     } finally {
       await victim.client.end();
       await bystander.client.end();
