@@ -1,5 +1,6 @@
 // Who calls the admin API: a workspace user's cookie session (password login, delay and lock-out) or an API key's Bearer token.
 import crypto from 'node:crypto';
+import { createScramVerifier } from '../auth/scram-verifier.js';
 import { ApiKeyAuthenticator, tokenMatchesVerifier } from '../mcp/api-key-auth.js';
 import type { Config } from '../policy/config-schema.js';
 import type { Editor } from '../policy/grant-limits.js';
@@ -10,7 +11,11 @@ import { isWorkspaceAdmin, resolveRoles } from '../policy/resolve-roles.js';
 export const SESSION_COOKIE = 'pgwarden_session';
 /** A session ends this long after its last use (ms). */
 export const SESSION_IDLE_MS = 8 * 3600 * 1000;
-/** Failed logins of one user name within LOCK_WINDOW_MS that lock it. */
+/** A session ends this long after its login, however often it is used (ms). */
+export const SESSION_MAX_MS = 24 * 3600 * 1000;
+/** Sessions one user may hold at once; a new login beyond it ends that user's oldest. */
+export const SESSIONS_PER_USER = 32;
+/** Failed logins of one user name from one address within LOCK_WINDOW_MS that lock it there. */
 export const LOCK_AFTER_FAILURES = 5;
 /** The window over which failures count, and how long a lock lasts (ms). */
 export const LOCK_WINDOW_MS = 15 * 60 * 1000;
@@ -36,8 +41,15 @@ interface Session {
   readonly user: string;
   /** The user's credential when it logged in ({@link credentialOf}): a new password ends the session. */
   readonly credential: string;
+  readonly loggedIn: number;
   lastUsed: number;
 }
+
+/**
+ * What an unknown name's password is checked against, so that a login for a name that does not
+ * exist costs the same PBKDF2 work as one for a name that does (no user enumeration by timing).
+ */
+const DUMMY_VERIFIER = createScramVerifier(crypto.randomBytes(16).toString('hex'));
 
 /** A digest of what a user logs in with (its verifier, or a demo user's password). */
 function credentialOf(p: { verifiers: readonly string[]; password?: string }): string {
@@ -58,9 +70,13 @@ function rolesOf(config: Config, name: string, kind: 'user' | 'api-key', now: nu
 /**
  * Admin API authentication (issue 19). Users log in with their password, checked against their stored
  * SCRAM-SHA-256 verifier (RFC 5802 §3 StoredKey; a demo user's plain password compared in constant
- * time); a failed login answers after `delayMs`, and LOCK_AFTER_FAILURES failures within 15 minutes
- * lock the name for 15 minutes (429, even with the right password). Sessions live in this instance's
- * memory, keyed by a random 256-bit id sent as an HttpOnly SameSite=Strict cookie. API keys present
+ * time; an unknown name is checked against a dummy verifier, so it costs the same); a failed login
+ * answers after `delayMs`, and LOCK_AFTER_FAILURES failures of one name from one client address
+ * within 15 minutes lock that name from that address for 15 minutes (429, even with the right
+ * password; another address is not locked out, so nobody can lock the dba out by naming it).
+ * Sessions live in this instance's memory, keyed by a random 256-bit id sent as an HttpOnly
+ * SameSite=Strict cookie; one ends SESSION_IDLE_MS after its last use or SESSION_MAX_MS after its
+ * login, and a user holds at most SESSIONS_PER_USER (a new login ends the oldest). API keys present
  * `Authorization: Bearer <token>` (mcp/api-key-auth.ts finds the key). Every request re-reads the
  * config in force: a disabled user or revoked key is refused at once, and so is every session of a
  * user whose password changed since it logged in (a session taken before a reset does not outlive it).
@@ -77,9 +93,13 @@ export class AdminAuth {
     this.keys = new ApiKeyAuthenticator(config);
   }
 
-  /** Checks `user`'s password; on success opens a session. Never says whether the user exists. */
-  async login(user: string, password: string, now = Date.now()): Promise<LoginResult> {
-    const recent = (this.failures.get(user) ?? []).filter((t) => now - t < LOCK_WINDOW_MS);
+  /**
+   * Checks `user`'s password, tried from client `address` (the failure book's key with the name);
+   * on success opens a session. Never says whether the user exists.
+   */
+  async login(user: string, password: string, address = '', now = Date.now()): Promise<LoginResult> {
+    const book = `${address}\u0000${user}`;
+    const recent = (this.failures.get(book) ?? []).filter((t) => now - t < LOCK_WINDOW_MS);
     if (recent.length >= LOCK_AFTER_FAILURES) {
       const retryAfterS = Math.ceil(
         (LOCK_WINDOW_MS - (now - (recent[recent.length - LOCK_AFTER_FAILURES] ?? now))) / 1000,
@@ -99,10 +119,10 @@ export class AdminAuth {
         const b = crypto.createHash('sha256').update(p.password).digest();
         good = crypto.timingSafeEqual(a, b);
       } else good = p.verifiers.some((v) => tokenMatchesVerifier(password, v));
-    }
+    } else tokenMatchesVerifier(password, DUMMY_VERIFIER);
     if (!good) {
       recent.push(now);
-      this.failures.set(user, recent);
+      this.failures.set(book, recent);
       // Names tried once and never again would otherwise be kept for ever (one per name sprayed).
       if (this.failures.size > 1000)
         for (const [name, times] of this.failures)
@@ -110,10 +130,27 @@ export class AdminAuth {
       await new Promise((r) => setTimeout(r, this.delayMs()));
       return { ok: false, status: 401, message: 'password authentication failed' };
     }
-    this.failures.delete(user);
+    this.failures.delete(book);
+    this.sweep(user, now);
     const sessionId = crypto.randomBytes(32).toString('base64url');
-    this.sessions.set(sessionId, { user, credential: credentialOf(p as Principal), lastUsed: now });
+    this.sessions.set(sessionId, {
+      user,
+      credential: credentialOf(p as Principal),
+      loggedIn: now,
+      lastUsed: now,
+    });
     return { ok: true, sessionId };
+  }
+
+  /** Forgets every ended session, and `user`'s oldest ones beyond SESSIONS_PER_USER - 1 (a login's room). */
+  private sweep(user: string, now: number): void {
+    const mine: string[] = [];
+    for (const [id, s] of this.sessions) {
+      if (ended(s, now)) this.sessions.delete(id);
+      else if (s.user === user) mine.push(id); // Map order is login order
+    }
+    for (const id of mine.slice(0, Math.max(0, mine.length - (SESSIONS_PER_USER - 1))))
+      this.sessions.delete(id);
   }
 
   /** Ends a session. */
@@ -145,7 +182,7 @@ export class AdminAuth {
     }
     if (sessionId === undefined) return undefined;
     const s = this.sessions.get(sessionId);
-    if (!s || now - s.lastUsed > SESSION_IDLE_MS) {
+    if (!s || ended(s, now)) {
       this.sessions.delete(sessionId);
       return undefined;
     }
@@ -163,4 +200,9 @@ export class AdminAuth {
       workspaceAdmin: isWorkspaceAdmin(config, s.user),
     };
   }
+}
+
+/** Whether a session is over: idle too long, or logged in too long ago. */
+function ended(s: Session, now: number): boolean {
+  return now - s.lastUsed > SESSION_IDLE_MS || now - s.loggedIn > SESSION_MAX_MS;
 }

@@ -159,7 +159,7 @@ export async function startAdmin(opts: AdminOptions): Promise<AdminServer> {
       },
     },
     async (req, reply) => {
-      const r = await auth.login(req.body.user, req.body.password);
+      const r = await auth.login(req.body.user, req.body.password, req.ip);
       if (!r.ok) {
         auditAdmin(ctx, req, { status: r.status, action: 'login', detail: `user ${req.body.user}` });
         if (r.retryAfterS !== undefined) reply.header('retry-after', String(r.retryAfterS));
