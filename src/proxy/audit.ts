@@ -40,6 +40,38 @@ export function normalizeForAudit(sql: string): string {
     .trim();
 }
 
+/** Words that end an ORDER BY / GROUP BY item (what may follow an ordinal such as `ORDER BY 2`). */
+const AFTER_ORDINAL =
+  /^\s*(?:$|[,);]|(?:asc|desc|nulls|limit|offset|fetch|for|union|intersect|except|window|having|returning)\b)/i;
+/** Words that end a sort or grouping list at its own depth (a comma after them starts no item of it). */
+const ENDS_SORT_LIST =
+  /\b(?:limit|offset|fetch|for|union|intersect|except|window|having|returning|select|from|where)\b/i;
+
+/**
+ * Whether the integer at `sql[i, end)` is an ordinal, a position in the select list (`ORDER BY 2`,
+ * `GROUP BY 1, 2`): PostgreSQL resolves it to a column (parse_clause.c findTargetlistEntrySQL92),
+ * so it is structure, not a value, and pg_stat_statements leaves it in the text too. `out` is the
+ * scan's output so far (literals already marked). An item after a comma counts only when the list's
+ * ORDER BY / GROUP BY is at the same parenthesis depth with no clause word since; anything less
+ * clear is marked as a literal (the safe side: a value never printed).
+ */
+function isOrdinal(sql: string, end: number, out: string): boolean {
+  if (!AFTER_ORDINAL.test(sql.slice(end, end + 16))) return false;
+  if (/\b(?:order|group)\s+by\s*$/i.test(out)) return true;
+  if (!/,\s*$/.test(out)) return false;
+  let by = -1;
+  for (const m of out.matchAll(/\b(?:order|group)\s+by\b/gi)) by = m.index + m[0].length;
+  if (by < 0) return false;
+  const list = out.slice(by);
+  if (ENDS_SORT_LIST.test(list) || list.includes(';')) return false;
+  let depth = 0;
+  for (const c of list) {
+    if (c === '(') depth++;
+    else if (c === ')' && --depth < 0) return false;
+  }
+  return depth === 0;
+}
+
 /** The scan of {@link normalizeForAudit}: literals as LITERAL marks; undefined when unterminated. */
 function markLiterals(sql: string, param: (n: number) => void): string | undefined {
   let out = '';
@@ -133,7 +165,8 @@ function markLiterals(sql: string, param: (n: number) => void): string | undefin
           sql.slice(i),
         );
       const len = num?.[0].length || 1;
-      out += LITERAL;
+      const text = sql.slice(i, i + len);
+      out += /^[0-9]+$/.test(text) && isOrdinal(sql, i + len, out) ? text : LITERAL;
       i += len;
       continue;
     }

@@ -42,3 +42,37 @@ describe('normalizeForAudit', () => {
     }
   });
 });
+
+describe('ordinals stay (PostgreSQL resolves them to select-list entries; pg_stat_statements keeps them too)', () => {
+  test.each([
+    ['select a, b from t order by 2', 'select a, b from t order by 2'],
+    [
+      'select a, b from t order by 2 desc, 1 nulls first limit 5',
+      'select a, b from t order by 2 desc, 1 nulls first limit $1',
+    ],
+    [
+      'select a, count(*) from t group by 1 having count(*) > 3',
+      'select a, count(*) from t group by 1 having count(*) > $1',
+    ],
+    ['select a, b from t order by a, 2', 'select a, b from t order by a, 2'],
+    [
+      'select (select x from u order by 1) from t order by 1',
+      'select (select x from u order by 1) from t order by 1',
+    ],
+    ['select a from t order by 1;select 2', 'select a from t order by 1;select $1'],
+  ])('%s', (sql, audited) => {
+    expect(normalizeForAudit(sql)).toBe(audited);
+  });
+
+  test.each([
+    // Constant expressions and values after the list are values.
+    ['select a from t order by 1 + a', 'select a from t order by $1 + a'],
+    ['select a from t order by 1.5', 'select a from t order by $1'],
+    ['select a from t order by a limit 1, 2', 'select a from t order by a limit $1, $2'],
+    ['select a from t order by f(a, 2)', 'select a from t order by f(a, $1)'],
+    ['select a from t where a in (1, 2) order by a', 'select a from t where a in ($1, $2) order by a'],
+    ['select 1, 2', 'select $1, $2'],
+  ])('%s', (sql, audited) => {
+    expect(normalizeForAudit(sql)).toBe(audited);
+  });
+});
