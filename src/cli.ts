@@ -426,11 +426,13 @@ program
 
 const keys = program
   .command('keys')
-  .description('create, rotate, revoke and list API keys (the keys file beside the config)');
+  .description(
+    'create, rotate, revoke and list API keys (in the keys file beside the config, or the policy store it names)',
+  );
 keys
   .command('create')
   .description('create a key holding exactly the given roles; prints its token once')
-  .requiredOption('-c, --config <file>', 'pgwarden.yaml (its keys_file is edited)')
+  .requiredOption('-c, --config <file>', 'pgwarden.yaml (its keys_file, or its policy_store, is edited)')
   .requiredOption('-r, --role <name...>', 'role(s) the key holds')
   .option('--expires <when>', 'never, <n>d, <n>h or an ISO date; at most one year', '90d')
   .option('--description <text>', 'what the key is for')
@@ -444,7 +446,7 @@ keys
       json?: boolean;
     }) => {
       const { keysCreate } = await import('./policy/keys-command.js');
-      finish(keysCreate({ ...opts, roles: opts.role, colour: colour() }));
+      finish(await keysCreate({ ...opts, roles: opts.role, colour: colour() }));
     },
   );
 keys
@@ -455,7 +457,7 @@ keys
   .argument('<id>', 'the key id (pgw_…)')
   .action(async (id: string, opts: { config: string; json?: boolean }) => {
     const { keysRotate } = await import('./policy/keys-command.js');
-    finish(keysRotate({ ...opts, id, colour: colour() }));
+    finish(await keysRotate({ ...opts, id, colour: colour() }));
   });
 keys
   .command('revoke')
@@ -465,7 +467,7 @@ keys
   .argument('<id>', 'the key id (pgw_…)')
   .action(async (id: string, opts: { config: string; json?: boolean }) => {
     const { keysRevoke } = await import('./policy/keys-command.js');
-    finish(keysRevoke({ ...opts, id }));
+    finish(await keysRevoke({ ...opts, id }));
   });
 keys
   .command('list')
@@ -474,7 +476,7 @@ keys
   .option('--json', 'JSON output')
   .action(async (opts: { config: string; json?: boolean }) => {
     const { keysList } = await import('./policy/keys-command.js');
-    finish(keysList({ ...opts, colour: colour() }));
+    finish(await keysList({ ...opts, colour: colour() }));
   });
 
 const policy = program
