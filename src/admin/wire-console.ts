@@ -29,6 +29,8 @@ class ConsoleSession {
   private skipping = false;
   /** Messages are answered one at a time (RELOAD awaits the config). */
   private queue: Promise<void> = Promise.resolve();
+  /** While the client has not read what was written: settles once the socket drained (or closed). */
+  private unread: Promise<void> | undefined;
 
   constructor(
     private readonly host: ConsoleHost,
@@ -53,15 +55,37 @@ class ConsoleSession {
     socket.resume();
   }
 
+  /**
+   * Writes one answer. A client that does not read its answers is not read either (as the relay
+   * pauses a client whose upstream needs a drain): once the socket's buffer is over its high-water
+   * mark the socket is paused and the next message waits for the drain, so a client pipelining
+   * small commands with large answers (SHOW HELP: 15 bytes in, ~300 out; a long word echoed in a
+   * syntax error) cannot make the proxy buffer answers without bound.
+   */
   private write(messages: readonly Buffer[]): void {
     const s = this.conn.socket;
     if (!s.writable) return;
     s.cork();
     for (const m of messages) s.write(m);
     s.uncork();
+    if (s.writableNeedDrain && !this.unread) {
+      s.pause();
+      this.unread = new Promise((resolve) => {
+        const done = () => {
+          s.off('drain', done);
+          s.off('close', done);
+          this.unread = undefined;
+          s.resume();
+          resolve();
+        };
+        s.on('drain', done);
+        s.on('close', done);
+      });
+    }
   }
 
   private async handle(f: Frame): Promise<void> {
+    if (this.unread) await this.unread;
     if (this.skipping && f.code !== FrontendCode.Sync) return;
     switch (f.code) {
       case FrontendCode.Query: {
