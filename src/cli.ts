@@ -61,6 +61,7 @@ async function servePolicy(
   instance: LoadedConfig,
   logger: Logger,
   onChange: (next: LoadedConfig) => void,
+  command = 'serve',
 ): Promise<PolicySource | undefined> {
   if (instance.config.policy_store === undefined) return undefined;
   const { PolicySource } = await import('./policy/policy-source.js');
@@ -70,7 +71,7 @@ async function servePolicy(
   } catch (e) {
     if (!(e instanceof PolicyStoreUnavailableError)) throw e;
     process.stderr.write(
-      `pgwarden serve: ${e.message}
+      `pgwarden ${command}: ${e.message}
 Refusing to start without a policy; configure policy_cache to start from the last good policy.
 `,
     );
@@ -542,19 +543,39 @@ program
   .action(async (opts: { config: string; http?: string }) => {
     const logger = makeLogger();
     const { runMcpCommand } = await import('./mcp/mcp-command.js');
-    // With policy_store, the store's current policy (and API keys), read at start and on SIGHUP.
-    const { loadConfigWithPolicy } = await import('./policy/policy-load.js');
-    const { PolicyStoreUnavailableError } = await import('./policy/policy-store.js');
-    const loaded = await loadConfigWithPolicy(opts.config).catch((e: unknown) => {
-      if (!(e instanceof ConfigError) && !(e instanceof PolicyStoreUnavailableError)) throw e;
+    // With policy_store, the store's current policy (and API keys), kept current by NOTIFY as
+    // `serve` keeps it: a key revoked in the console stops working here at once.
+    let instance: LoadedConfig;
+    try {
+      instance = loadConfig(opts.config);
+    } catch (e) {
+      if (!(e instanceof ConfigError)) throw e;
       process.stderr.write(`pgwarden mcp: ${e.message}\n`);
       process.exit(EXIT_CONFIG);
-    });
-    for (const w of loaded.warnings) logger.warn({ event: 'config-warning' }, w);
-    await runMcpCommand(loaded, logger, {
+    }
+    for (const w of instance.warnings) logger.warn({ event: 'config-warning' }, w);
+    let mcp: { reload(next: LoadedConfig): Promise<void> } | undefined;
+    const source = await servePolicy(
+      instance,
+      logger,
+      (next) =>
+        void mcp
+          ?.reload(next)
+          .catch((e: Error) =>
+            logger.error({ event: 'reload-failed', err: e.message }, 'policy change not applied'),
+          ),
+      'mcp',
+    );
+    const started = source?.loaded ?? instance;
+    mcp = await runMcpCommand(started, logger, {
       ...(opts.http !== undefined ? { http: opts.http } : {}),
-      reloadConfig: () => loadConfigWithPolicy(opts.config),
+      reloadConfig: () => {
+        const next = loadConfig(opts.config);
+        return source ? source.setInstance(next) : next;
+      },
     });
+    // A change that arrived while the server started.
+    if (source && source.loaded !== started) await mcp.reload(source.loaded);
   });
 
 await program.parseAsync(process.argv);

@@ -31,7 +31,8 @@ export interface McpCommandOptions {
 
 /**
  * Runs `pgwarden mcp` until SIGINT/SIGTERM, or (stdio) until the client closes stdin; then closes the
- * HTTP listener, the pools and the internal proxy and exits 0. SIGHUP reloads the config (a revoked
+ * HTTP listener, the pools and the internal proxy and exits 0. Returns `reload`, which applies a new
+ * config (what the policy store's NOTIFY delivers). SIGHUP reloads the config (a revoked
  * key stops working at once; an invalid file is logged and the old config stays). A missing or
  * invalid `PGWARDEN_API_KEY` on stdio is printed to stderr and exits {@link EXIT_NO_KEY}. Logs go to
  * stderr (stdout is the MCP channel on stdio).
@@ -40,7 +41,7 @@ export async function runMcpCommand(
   loaded: LoadedConfig,
   logger: Logger,
   opts: McpCommandOptions,
-): Promise<void> {
+): Promise<{ reload(next: LoadedConfig): Promise<void> }> {
   let running: Awaited<ReturnType<typeof startMcpServer>>;
   try {
     running = await startMcpServer(loaded, logger, {
@@ -55,10 +56,13 @@ export async function runMcpCommand(
     }
     throw e;
   }
+  const reload = async (next: LoadedConfig) => {
+    await running.reload(next);
+    logger.info({ event: 'reload' }, 'configuration reloaded');
+  };
   process.on('SIGHUP', async () => {
     try {
-      await running.reload(await opts.reloadConfig());
-      logger.info({ event: 'reload' }, 'configuration reloaded');
+      await reload(await opts.reloadConfig());
     } catch (e) {
       logger.error(
         { event: 'reload-failed', err: (e as Error).message },
@@ -77,4 +81,5 @@ export async function runMcpCommand(
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   void running.ended.then(() => stop('stdin closed'));
+  return { reload };
 }
