@@ -1,8 +1,17 @@
-// pgwarden mcp --http and SIGHUP: a key revoked in the config file is refused (401) from the next request on.
+// pgwarden mcp --http reloads: a key revoked in the config file (SIGHUP) or in the policy store (its NOTIFY, no SIGHUP) is refused (401) from the next request on.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import YAML from 'yaml';
+import { keysRevoke } from '../../../src/policy/keys-command.js';
+import { policyImport } from '../../../src/policy/policy-command.js';
+import {
+  createStoreDatabase,
+  storeInstanceConfig,
+  writeConfig as writeConfigIn,
+} from '../../helpers/policy-store-db.js';
+import { testEnv } from '../../helpers/proxy.js';
 import {
   callTool,
   connectHttp,
@@ -14,25 +23,23 @@ import {
   writeConfig,
 } from './mcp-harness.js';
 
-let server: HttpServerChild | undefined;
-let file: string | undefined;
+const cleanups: (() => Promise<void> | void)[] = [];
 afterAll(async () => {
-  await server?.stop();
-  if (file) fs.rmSync(path.dirname(file), { recursive: true, force: true });
+  for (const c of cleanups.reverse()) await c();
 });
 
-test('SIGHUP with the key revoked: 401 for it, the other key keeps working', async () => {
-  const cfg = mcpConfigObject();
-  file = writeConfig(cfg);
-  server = await startHttpChild(file);
+/** Starts `pgwarden mcp --http` on `file`, checks the analyst key works, revokes it with `revoke`, and checks the outcome. */
+async function revokedAtOnce(
+  file: string,
+  revoke: (server: HttpServerChild) => Promise<void>,
+): Promise<void> {
+  const server = await startHttpChild(file);
+  cleanups.push(() => server.stop());
   const analyst = await connectHttp(server.url, TOKENS.analyst);
   const before = await callTool(analyst, 'execute_query', { database: 'demo', sql: 'SELECT 1 AS one' });
   expect(before.isError).toBeFalsy();
 
-  for (const k of cfg.api_keys as { id: string; revoked?: boolean }[])
-    if (k.id === KEY_IDS.analyst) k.revoked = true;
-  fs.writeFileSync(file, YAML.stringify(cfg));
-  server.child.kill('SIGHUP');
+  await revoke(server);
   await server.logs.waitFor((l) => l.event === 'reload');
 
   await expect(
@@ -43,4 +50,35 @@ test('SIGHUP with the key revoked: 401 for it, the other key keeps working', asy
   expect(after.isError).toBeFalsy();
   expect(JSON.parse(after.text)).toEqual([{ one: 1 }]);
   await support.close();
+}
+
+test('SIGHUP with the key revoked: 401 for it, the other key keeps working', async () => {
+  const cfg = mcpConfigObject();
+  const file = writeConfig(cfg);
+  cleanups.push(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }));
+  await revokedAtOnce(file, async (server) => {
+    for (const k of cfg.api_keys as { id: string; revoked?: boolean }[])
+      if (k.id === KEY_IDS.analyst) k.revoked = true;
+    fs.writeFileSync(file, YAML.stringify(cfg));
+    server.child.kill('SIGHUP');
+  });
+});
+
+test('with a policy store, a key revoked there (pgwarden keys, the console): 401 at once, without SIGHUP', async () => {
+  Object.assign(process.env, testEnv());
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-mcp-store-'));
+  const db = await createStoreDatabase();
+  cleanups.push(
+    () => fs.rmSync(dir, { recursive: true, force: true }),
+    () => db.drop(),
+  );
+  const instance = writeConfigIn(dir, 'instance.yaml', storeInstanceConfig(db.url));
+  const policyFile = writeConfigIn(dir, 'policy.yaml', mcpConfigObject());
+  expect((await policyImport({ config: instance, file: policyFile })).stdout).toMatch(
+    /^imported as version 1 /,
+  );
+  await revokedAtOnce(instance, async () => {
+    const revoked = await keysRevoke({ config: instance, id: KEY_IDS.analyst });
+    expect(revoked.stdout).toContain('The policy store now holds version 2');
+  });
 });
