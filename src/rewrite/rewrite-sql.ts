@@ -10,6 +10,7 @@ import { fromItemSpan, nameTokens } from './relation-spans.js';
 import { returningEdits } from './returning-masks.js';
 import { selfCheck } from './self-check.js';
 import { LexError, type Token, tokenAt, tokenize } from './sql-tokens.js';
+import { targetReadEdits } from './target-reads.js';
 import { type FoundRangeVar, isRewritten, type Obj, walkStatement } from './tree-walk.js';
 
 /** What the rewrite needs: the catalog, the caller's hidden columns per relation, and the parser. */
@@ -71,7 +72,9 @@ function byLocation<T extends { readonly location: number }>(xs: readonly T[]): 
  *   reference keeps its name as alias), so a name can bind to the CTE pgwarden decided or to
  *   nothing;
  * - every read of a relation with hidden columns becomes a masking subquery;
- * - RETURNING of a write target with hidden columns masks them (returning-masks.ts).
+ * - RETURNING of a write target with hidden columns masks them (returning-masks.ts), and every
+ *   clause that reads the target's stored row (WHERE, SET values, ON CONFLICT, MERGE conditions)
+ *   reads its hidden columns as the mask constant (target-reads.ts).
  * The result is parsed again and checked (self-check.ts). Other statements are sent as written.
  * Output: the text, or a refusal: 0A000 for a construct that cannot be wrapped without changing
  * its meaning (TABLESAMPLE, a schema-qualified column reference, a system column beside a star
@@ -163,6 +166,19 @@ export function rewriteSql(
       const hidden = ctx.hiddenOf(rel);
       if (hidden.size === 0) continue;
       const r = returningEdits(dml, rel, hidden, tokens);
+      if ('refusal' in r) return r;
+      edits.push(...r);
+    }
+    for (const write of found.writes) {
+      const b = targetBinding.get(write.target);
+      if (b?.kind !== 'relation') continue;
+      const rel = ctx.catalog.relations.get(catalogKey(b.schema, b.name));
+      if (!rel) return refused(`relation ${b.schema}.${b.name} is not in pgwarden's catalog`);
+      const hidden = ctx.hiddenOf(rel);
+      if (hidden.size === 0) continue;
+      const r = targetReadEdits(write, analysis.uses, rel, hidden, tokens, (byte) =>
+        parsed.parsed.offsets.toChar(byte),
+      );
       if ('refusal' in r) return r;
       edits.push(...r);
     }

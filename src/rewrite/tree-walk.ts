@@ -45,11 +45,20 @@ export interface FoundDml {
   readonly otherItems: boolean;
 }
 
+/** A write (INSERT/UPDATE/DELETE/MERGE) node and its target RangeVar: what target-reads.ts masks. */
+export interface FoundWrite {
+  readonly kind: 'InsertStmt' | 'UpdateStmt' | 'DeleteStmt' | 'MergeStmt';
+  readonly node: Obj;
+  readonly target: Obj;
+}
+
 /** What {@link walkStatement} collects. */
 export interface Found {
   readonly rangeVars: FoundRangeVar[];
   readonly ctes: Obj[];
   readonly dml: FoundDml[];
+  /** Every write node, nested ones (a data-modifying WITH) included. */
+  readonly writes: FoundWrite[];
   /** System column names any ColumnRef names (`ctid`, `u.xmin`). */
   readonly systemColumns: Set<string>;
   /** Whether any ColumnRef is a star (`*`, `t.*`), TABLE's included. */
@@ -81,6 +90,7 @@ export function walkStatement(root: unknown, nodeType: string): Found {
     rangeVars: [],
     ctes: [],
     dml: [],
+    writes: [],
     systemColumns: new Set(),
     star: false,
     qualifiedColumnRefs: [],
@@ -99,6 +109,10 @@ export function walkStatement(root: unknown, nodeType: string): Found {
     }
     if (key === 'CommonTableExpr') found.ctes.push(o);
     if (key === 'ColumnRef') noteColumnRef(o, found);
+    if (key === 'InsertStmt' || key === 'UpdateStmt' || key === 'DeleteStmt' || key === 'MergeStmt') {
+      const target = o.relation as Obj | undefined;
+      if (target) found.writes.push({ kind: key, node: o, target });
+    }
     if (
       (key === 'InsertStmt' || key === 'UpdateStmt' || key === 'DeleteStmt') &&
       Array.isArray(o.returningList)

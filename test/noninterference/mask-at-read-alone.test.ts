@@ -57,21 +57,23 @@ describe('mask at read alone (the analysis SEE checks off)', () => {
     expect(leaks(outcomes)).toEqual([]);
   });
 
-  // Attack finding (not fixed): mask at read wraps every relation a statement reads, but not the
+  // Attack finding (fixed): mask at read wrapped every relation a statement reads but not the
   // target of a write, whose WHERE, SET values, ON CONFLICT … WHERE and MERGE conditions Postgres
-  // evaluates over the stored values. With the SEE checks off, bob's row counts answer tests on
-  // hidden columns (a: UPDATE 14, b: UPDATE 10 for `ssn like '9%'`), so for writes wall 2 does not
-  // stand alone: only the analysis (it refuses each of these) and, under roles: managed,
-  // PostgreSQL's column grants hold. Closing it needs the rewrite to replace the target's hidden
-  // columns where the write reads them (not where it stores them) by the mask constant.
-  test.fails('writes: the target of an UPDATE or MERGE is not read over its hidden columns', async () => {
+  // evaluates over the stored values; with the SEE checks off, bob's row counts answered tests on
+  // hidden columns (a: UPDATE 14, b: UPDATE 10 for `ssn like '9%'`). Now those references read the
+  // mask constant (src/rewrite/target-reads.ts) and whole-row reads of the target are refused.
+  test('writes: the target of an UPDATE, INSERT … ON CONFLICT or MERGE is read over the mask constant', async () => {
     for (const sql of [
       "update users set name = name where ssn like '9%'",
       "update only users set name = name where email like 'a%'",
       "update user_secrets set user_id = user_id where ssn_last4 like '1%'",
       "merge into users t using orgs s on t.org_id = s.id when matched and t.email like 'a%' then update set name = t.name",
+      "merge into users t using orgs s on t.org_id = s.id and t.ssn like '9%' when matched then update set name = t.name",
+      "insert into users (id, name) select id, name from users on conflict (id) do update set name = excluded.name where users.ssn like '9%'",
+      "update users u set name = u.name where exists (select 1 from orgs o where o.id = u.org_id and u.email like 'a%')",
     ]) {
       const o = await harness.single({ id: 'alone-write', sql }, 'bob');
+      expect(o.verdict, sql).toBe('allowed');
       expect(o.kind, `${sql}: ${o.diff}`).toBe('same');
     }
   });

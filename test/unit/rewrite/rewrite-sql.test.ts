@@ -21,6 +21,9 @@ const ctx = () => ({ catalog, hiddenOf, parse: (t: string) => parser.parse(t) })
 const W = (ref = 'users', only = false) =>
   `(SELECT "id", "name", '*****'::text AS "email", '*****'::text AS "ssn", "org_id" FROM ${only ? 'ONLY ' : ''}"public"."users" AS "${ref}")`;
 const USERS = W();
+/** The masking subquery of public.orgs, its inner reference named `ref`. */
+const W_ORGS = (ref = 'orgs') =>
+  `(SELECT "id", "name", '*****'::text AS "secret" FROM "public"."orgs" AS "${ref}")`;
 
 /** The rewritten text of `sql` (its own analysis), CTE names made stable for comparison. */
 function rewrite(sql: string, analyzedAs = sql): string {
@@ -123,6 +126,77 @@ describe('RETURNING of a write target with hidden columns', () => {
   });
   test('a whole-row reference to the target is refused', () => {
     expect(refusal("update users set name = 'x' returning users").sqlstate).toBe('0A000');
+  });
+});
+
+describe("a write's reads of its own target's hidden columns read the mask constant", () => {
+  const M = "('*****'::text)";
+  test('UPDATE and DELETE: WHERE, SET values, subscripts and correlated subqueries', () => {
+    expect(rewrite("update users set name = name where ssn like '9%'")).toBe(
+      `update "public"."users" set name = name where ${M} like '9%'`,
+    );
+    expect(rewrite("update only users u set name = u.email || 'x' where u.id = 1")).toBe(
+      `update only "public"."users" u set name = ${M} || 'x' where u.id = 1`,
+    );
+    expect(
+      rewrite(
+        'delete from users where exists (select 1 from orgs o where o.id = users.org_id and users.ssn is null)',
+      ),
+    ).toBe(
+      `delete from "public"."users" where exists (select 1 from ${W_ORGS('o')} o where o.id = users.org_id and ${M} is null)`,
+    );
+  });
+  test("a reference another relation's column binds to is left alone; one through a masked source reads the mask anyway", () => {
+    expect(
+      rewrite('update users set name = o.name from orgs o where o.id = users.org_id and o.secret is null'),
+    ).toBe(
+      `update "public"."users" set name = o.name from ${W_ORGS('o')} o where o.id = users.org_id and o.secret is null`,
+    );
+  });
+  test('ON CONFLICT: its WHERE and SET values, not its arbiter', () => {
+    expect(
+      rewrite(
+        "insert into users (id, name) values (1, 'x') on conflict (id) do update set name = excluded.name where users.ssn is null",
+      ),
+    ).toBe(
+      `insert into "public"."users" (id, name) values (1, 'x') on conflict (id) do update set name = excluded.name where ${M} is null`,
+    );
+  });
+  test("the proposed row (excluded.*) and MERGE's source are the caller's values: left alone", () => {
+    expect(
+      rewrite(
+        "insert into users (id, email) values (1, 'a@b') on conflict (id) do update set email = excluded.email, ssn = excluded.ssn",
+      ),
+    ).toBe(
+      `insert into "public"."users" (id, email) values (1, 'a@b') on conflict (id) do update set email = excluded.email, ssn = excluded.ssn`,
+    );
+    expect(
+      rewrite(
+        "merge into users t using (values (1, 'a@b')) s(id, email) on t.id = s.id when matched then update set email = s.email when not matched then insert (id, email) values (s.id, s.email)",
+      ),
+    ).toBe(
+      `merge into "public"."users" t using (values (1, 'a@b')) s(id, email) on t.id = s.id when matched then update set email = s.email when not matched then insert (id, email) values (s.id, s.email)`,
+    );
+  });
+  test('MERGE: its join condition, WHEN conditions and SET values', () => {
+    expect(
+      rewrite(
+        "merge into users t using orgs s on t.org_id = s.id and t.email like 'a%' when matched and t.ssn is null then update set name = t.email",
+      ),
+    ).toBe(
+      `merge into "public"."users" t using ${W_ORGS('s')} s on t.org_id = s.id and ${M} like 'a%' when matched and ${M} is null then update set name = ${M}`,
+    );
+  });
+  test('a whole-row reference to the target is refused', () => {
+    expect(refusal("update users set name = 'x' where users is not null").sqlstate).toBe('0A000');
+    expect(refusal("update users u set name = 'x' where row(u.*) is not null").message).toMatch(
+      /whole-row reference/,
+    );
+  });
+  test('a write to a relation without hidden columns is not touched beyond qualification', () => {
+    expect(rewrite('update orders set note = note where amount > 1')).toBe(
+      `update "public"."orders" set note = note where amount > 1`,
+    );
   });
 });
 
