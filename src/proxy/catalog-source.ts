@@ -50,6 +50,9 @@ interface DbState {
   dirty: boolean;
   /** Bumped by every invalidation; a read keeps `dirty` cleared only if it started after the last one. */
   gen: number;
+  /** `gen` at the last known change (`invalidate`; a `refresh` for an unknown name is none), and when `current`'s read started. */
+  changeGen: number;
+  loadedGen: number;
   flight?: { gen: number; promise: Promise<Catalog> };
   conn?: Promise<pg.Client>;
   version: number;
@@ -115,6 +118,8 @@ export class CatalogSource {
         fullAt: 0,
         dirty: false,
         gen: 0,
+        changeGen: 0,
+        loadedGen: 0,
         version: 0,
         failures: 0,
         retryAt: 0,
@@ -164,17 +169,38 @@ export class CatalogSource {
     return this.dbs.get(database)?.current;
   }
 
+  /**
+   * The last catalog read for `database` when no change is known since (its only invalidations
+   * since were refreshes asked for by unknown names), else undefined. Issue 16: while such a
+   * refresh fails, a statement that names nothing unknown is analyzed with it, as it was before
+   * the refresh was asked for; a statement that does name the unknown object still waits for a
+   * read (and is refused with 57P03/58000 when that fails). Starts a read in the background when
+   * the failure's backoff has run out.
+   */
+  lastUnchanged(database: string): Catalog | undefined {
+    const st = this.dbs.get(database);
+    if (!st?.current || st.loadedGen < st.changeGen) return undefined;
+    if (st.dirty && !st.flight && Date.now() >= st.retryAt && !this.closed)
+      this.load(database, st).catch(() => undefined);
+    return st.current;
+  }
+
   /** Whether the last read of `database` failed (a session then reads on its own connection instead of waiting). */
   failing(database: string): boolean {
     return (this.dbs.get(database)?.failures ?? 0) > 0;
   }
 
-  /** Makes the next `get` read the catalog again (with a higher version), and starts that read now. */
+  /** Makes the next `get` read the catalog again (with a higher version), and starts that read now: a change is known. */
   invalidate(database: string): void {
+    this.mark(database, true);
+  }
+
+  private mark(database: string, changed: boolean): void {
     this.generations.set(database, this.generation(database) + 1);
     const st = this.dbs.get(database);
     if (!st) return;
     st.gen++;
+    if (changed) st.changeGen = st.gen;
     st.dirty = true;
     st.retryAt = 0;
     if (!st.flight && !this.closed) this.load(database, st).catch(() => undefined);
@@ -189,7 +215,7 @@ export class CatalogSource {
   refresh(database: string, minAgeMs: number): boolean {
     const st = this.dbs.get(database);
     if (st && Date.now() - st.loadedAt < minAgeMs) return false;
-    this.invalidate(database);
+    this.mark(database, false);
     return true;
   }
 
@@ -224,6 +250,7 @@ export class CatalogSource {
           'catalog read',
         );
         st.current = catalog;
+        st.loadedGen = gen;
         st.loadedAt = at;
         if (!base) st.fullAt = at;
         if (st.gen === gen) st.dirty = false;

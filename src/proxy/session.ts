@@ -796,6 +796,12 @@ export class ClientSession {
           if (refresh && this.ctx.catalogs.refresh(database, CATALOG_REFRESH_MIN_MS))
             this.ownCatalog = undefined;
           if (this.ownCatalog) return this.ownCatalog;
+          // Issue 16: while a refresh that only an unknown name asked for fails, a statement
+          // that names nothing unknown is analyzed as before it (a refresh asks for a read).
+          const unchanged = () =>
+            refresh || this.changedInTx ? undefined : this.ctx.catalogs.lastUnchanged(database);
+          const last = this.ctx.catalogs.failing(database) ? unchanged() : undefined;
+          if (last) return last;
           // Issue 15: inside a transaction that changed the catalog, read it on this connection
           // (its own snapshot and locks); the shared catalog does not have those changes yet.
           // While shared reads fail, read here too rather than wait (issue 16).
@@ -809,6 +815,8 @@ export class ClientSession {
             // A shared read that fails does not fail a statement this connection can analyze.
             const own = await readOwn();
             if (own) return own;
+            const fallback = unchanged();
+            if (fallback) return fallback;
             throw e;
           }
         },

@@ -186,3 +186,36 @@ describe('catalog failures (issue 16)', () => {
     }
   });
 });
+
+describe('a refresh that an unknown name asks for, while the catalog is locked (issue 16)', () => {
+  it('fails only the statement that names the unknown table; statements on known tables go on', async () => {
+    const admin = await direct(DB, { user: server.superuser, password: server.superuserPassword });
+    const c = await proxy.client('alice', 'alice', DB);
+    try {
+      // Warm: the session's upstream backend has orgs in its own relation cache.
+      expect((await c.query('SELECT name FROM orgs')).rows).toEqual([{ name: 'Acme' }]);
+      const app = await direct();
+      await app.query('CREATE TABLE made_upstream (k int)');
+      await app.end();
+      // Past the once-a-second limit on refreshes for unknown names.
+      await new Promise((r) => setTimeout(r, 1100));
+      // Another transaction holds pg_attribute: every catalog read (shared or in-band) times out on its lock.
+      await admin.query('BEGIN');
+      await admin.query('LOCK TABLE pg_catalog.pg_attribute IN ACCESS EXCLUSIVE MODE');
+      await expect(c.query('SELECT k FROM made_upstream')).rejects.toMatchObject({ code: '58000' });
+      // Postgres answers these at once; the failed refresh found no change to orgs.
+      for (let i = 0; i < 3; i++) {
+        const r = await timed(c.query('SELECT name FROM orgs'), 3000);
+        expect(r.value.rows).toEqual([{ name: 'Acme' }]);
+      }
+      await admin.query('ROLLBACK');
+      // The lock gone, the table is read on the next try.
+      await new Promise((r) => setTimeout(r, 1100));
+      expect((await timed(c.query('SELECT k FROM made_upstream'))).value.rows).toEqual([]);
+    } finally {
+      await admin.query('ROLLBACK').catch(() => undefined);
+      await admin.end();
+      await c.end();
+    }
+  });
+});
