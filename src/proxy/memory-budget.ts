@@ -37,6 +37,23 @@ export function defaultMemoryBudget(): number {
 export type Grant = () => void;
 
 /**
+ * How long (ms) a wait for budget may last while a session holding budget makes no progress
+ * (its client neither reads what is held for it nor sends the rest of a message it announced)
+ * before that session is ended (see {@link MemoryBudget}).
+ */
+export const STALLED_HOLD_MS = 5000;
+
+/** A session's claim on the budget, as {@link MemoryBudget} sees it to end a stalled one. */
+export interface BudgetHolder {
+  /** Bytes it holds now. */
+  held(): number;
+  /** When it last moved (ms since the epoch): bytes of a held message arrived or were handed on. */
+  progressAt(now: number): number;
+  /** Ends its session (FATAL 53200); its bytes are then given back. */
+  evict(): void;
+}
+
+/**
  * The global budget for buffered message bytes (issue 16 item 2, `limits.memory_budget_bytes`).
  * A connection takes the size of a large message when its header arrives and gives it back once the
  * message has been written on (its socket drained) or dropped. Takes are served first come, first
@@ -45,10 +62,33 @@ export type Grant = () => void;
  */
 export class MemoryBudget {
   private used = 0;
-  private readonly queue: { bytes: number; grant: Grant }[] = [];
+  private readonly queue: { bytes: number; grant: Grant; at: number }[] = [];
+  private readonly holders = new Set<BudgetHolder>();
+  private watch: NodeJS.Timeout | undefined;
 
-  /** Input: the budget in bytes (> 0). */
-  constructor(readonly limit: number) {}
+  /**
+   * Input: the budget in bytes (> 0), and how long a wait may last while a holder is stalled
+   * (ms, default {@link STALLED_HOLD_MS}).
+   *
+   * A wait is never ended by a holder that is not there: one session whose client stops reading a
+   * large row it asked for (or announces a large message and sends no more of it) would otherwise
+   * hold its share forever, and every other session's large messages would wait behind it. So
+   * while some take has waited `stallMs`, the holder that has made no progress for `stallMs` and
+   * holds the most is evicted (its session ends with FATAL 53200), once per check, until the head
+   * of the queue fits. A holder that moves, however slowly, is never evicted.
+   */
+  constructor(
+    readonly limit: number,
+    private readonly stallMs = STALLED_HOLD_MS,
+  ) {}
+
+  /** Registers a holder that may be evicted when stalled; returns the function that removes it. */
+  register(h: BudgetHolder): () => void {
+    this.holders.add(h);
+    return () => {
+      this.holders.delete(h);
+    };
+  }
 
   /** Bytes taken now. */
   get inUse(): number {
@@ -74,8 +114,31 @@ export class MemoryBudget {
       this.used += bytes;
       return true;
     }
-    this.queue.push({ bytes, grant });
+    this.queue.push({ bytes, grant, at: Date.now() });
+    this.watch ??= setInterval(() => this.checkStalled(), Math.max(50, Math.floor(this.stallMs / 4)));
+    this.watch.unref();
     return false;
+  }
+
+  /** While a take waits: evicts the largest holder stalled for stallMs once the head has waited that long. */
+  private checkStalled(): void {
+    const head = this.queue[0];
+    if (!head) {
+      clearInterval(this.watch);
+      this.watch = undefined;
+      return;
+    }
+    const now = Date.now();
+    if (now - head.at < this.stallMs) return;
+    let worst: BudgetHolder | undefined;
+    for (const h of this.holders) {
+      if (h.held() <= 0 || now - h.progressAt(now) < this.stallMs) continue;
+      if (!worst || h.held() > worst.held()) worst = h;
+    }
+    if (worst) {
+      this.holders.delete(worst);
+      worst.evict();
+    }
   }
 
   /** Withdraws a queued take (its connection closed); a take already granted must be released instead. */
@@ -101,6 +164,8 @@ export class MemoryBudget {
       this.used += head.bytes;
       head.grant();
     }
+    clearInterval(this.watch);
+    this.watch = undefined;
   }
 }
 
@@ -120,12 +185,42 @@ export class MessageHold {
   private inFlight = 0;
   private waiter: Grant | undefined;
   private closed = false;
+  /** When bytes of a held message last arrived or were handed on (ms since the epoch). */
+  private moved = Date.now();
+  /** Sockets held messages were written to and not yet drained, with the bytes they had handed on then. */
+  private readonly outs = new Map<Writable, number>();
+  private readonly unregister: (() => void) | undefined;
 
-  /** Input: the budget (none: nothing is counted) and the socket the messages are read from. */
+  /**
+   * Input: the budget (none: nothing is counted), the socket the messages are read from, and how
+   * to end the session when the budget evicts it as stalled (absent: never evicted).
+   */
   constructor(
     private readonly budget: MemoryBudget | undefined,
     private readonly socket: { pause(): unknown; resume(): unknown },
-  ) {}
+    evict?: () => void,
+  ) {
+    this.unregister =
+      budget && evict
+        ? budget.register({
+            held: () => (this.waiter ? 0 : this.arriving) + this.inFlight,
+            progressAt: (now) => this.progressAt(now),
+            evict,
+          })
+        : undefined;
+  }
+
+  /** The last time this hold moved: a held message written on since the last look counts as now. */
+  private progressAt(now: number): number {
+    for (const [out, before] of this.outs) {
+      const handed = handedOn(out);
+      if (handed > before) {
+        this.outs.set(out, handed);
+        this.moved = now;
+      }
+    }
+    return this.moved;
+  }
 
   /**
    * After a chunk was framed, before {@link arrive}: the bytes taken for the message that the chunk
@@ -134,6 +229,7 @@ export class MessageHold {
    */
   completed(framer: { readonly cutCount: number }): number {
     if (this.arrivingId < 0 || framer.cutCount <= this.arrivingId) return 0;
+    this.moved = Date.now();
     if (this.waiter) {
       // All of it arrived before the pause took effect: the bytes are here, nothing left to wait for.
       this.budget?.cancel(this.waiter);
@@ -157,6 +253,8 @@ export class MessageHold {
    * (the caller skips it and refuses it), else 'ok'.
    */
   arrive(framer: { readonly pendingMessageBytes: number; readonly cutCount: number }): HoldVerdict {
+    // A chunk of the arriving message came: the client is sending it.
+    if (this.arrivingId >= 0) this.moved = Date.now();
     if (this.waiter) {
       this.socket.pause();
       return 'ok';
@@ -168,6 +266,7 @@ export class MessageHold {
     if (this.budget.tooLarge(cost)) return 'too-large';
     this.arriving = cost;
     this.arrivingId = framer.cutCount;
+    this.moved = Date.now();
     const grant: Grant = () => {
       this.waiter = undefined;
       if (this.closed) this.budget?.release(cost);
@@ -191,19 +290,24 @@ export class MessageHold {
    * Gives back `bytes` once `out` has no more than its high-water mark buffered (at once when it has
    * not asked for a drain): the message has been handed to the kernel.
    */
-  releaseAfterDrain(
-    bytes: number,
-    out: { readonly writableNeedDrain: boolean; once(e: 'drain', f: () => void): unknown },
-  ): void {
+  releaseAfterDrain(bytes: number, out: Writable): void {
     if (bytes <= 0) return;
-    if (out.writableNeedDrain) out.once('drain', () => this.released(bytes));
-    else this.released(bytes);
+    if (out.writableNeedDrain) {
+      this.outs.set(out, handedOn(out));
+      out.once('drain', () => {
+        this.outs.delete(out);
+        this.moved = Date.now();
+        this.released(bytes);
+      });
+    } else this.released(bytes);
   }
 
   /** The connection closed: everything held is given back, a wait is withdrawn. */
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.unregister?.();
+    this.outs.clear();
     if (this.waiter) {
       this.budget?.cancel(this.waiter);
       this.waiter = undefined;
@@ -213,4 +317,17 @@ export class MessageHold {
     this.arriving = 0;
     this.inFlight = 0;
   }
+}
+
+/** The socket a held message is written to: its buffer state, and its byte counts when it has them (net.Socket). */
+export interface Writable {
+  readonly writableNeedDrain: boolean;
+  readonly writableLength?: number;
+  readonly bytesWritten?: number;
+  once(e: 'drain', f: () => void): unknown;
+}
+
+/** Bytes `out` has handed to the kernel: written minus still buffered (0 without the counts). */
+function handedOn(out: Writable): number {
+  return (out.bytesWritten ?? 0) - (out.writableLength ?? 0);
 }

@@ -6,7 +6,7 @@ import type { Frame } from '../wire/framer.js';
 import { decodeEmpty } from '../wire/frontend.js';
 import { sync } from '../wire/frontend-encode.js';
 import { ProtocolError } from '../wire/protocol-error.js';
-import { MessageHold } from './memory-budget.js';
+import { MessageHold, STALLED_HOLD_MS } from './memory-budget.js';
 import { UpstreamRepliesRelay } from './relay-upstream-replies.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -21,9 +21,34 @@ export type { RelayOptions } from './relay-core.js';
  * their plans. Original bytes are forwarded where nothing changes.
  */
 export class Relay extends UpstreamRepliesRelay {
-  /** The memory budget this session holds for large messages from each side (issue 16 item 2). */
-  private readonly clientHold = new MessageHold(this.o.memory, this.o.client);
-  private readonly upstreamHold = new MessageHold(this.o.memory, this.o.upstream.socket);
+  /**
+   * The memory budget this session holds for large messages from each side (issue 16 item 2). When
+   * other sessions wait for the budget while this one's client neither reads what is held for it
+   * nor sends the rest of a message it announced, the budget ends this session (memory-budget.ts).
+   */
+  private readonly clientHold = new MessageHold(this.o.memory, this.o.client, () => this.stalled());
+  private readonly upstreamHold = new MessageHold(this.o.memory, this.o.upstream.socket, () =>
+    this.stalled(),
+  );
+
+  /**
+   * Evicted by the memory budget: FATAL 53200, and both sockets destroyed at once, so that what was
+   * buffered for a client that does not read is freed with the budget it held (a graceful end
+   * would keep it until written).
+   */
+  private stalled(): void {
+    this.o.log.warn(
+      { event: 'memory-budget-stalled' },
+      'session ended: it held memory budget others wait for, and its client made no progress',
+    );
+    this.o.terminate({
+      severity: 'FATAL',
+      code: '53200',
+      message: `out of memory: this session held part of pgwarden's memory budget (limits.memory_budget_bytes) that other sessions wait for, and its client has neither read nor sent any of it for ${STALLED_HOLD_MS / 1000} s`,
+    });
+    this.o.client.destroy();
+    this.o.upstream.socket.destroy();
+  }
   /** Client messages that hold budget, with the bytes (given back once handled and sent upstream). */
   private readonly held = new WeakMap<Frame, number>();
   /** Stand-ins for client messages too large for the budget, with their sizes: answered 53200. */

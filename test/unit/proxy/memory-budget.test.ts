@@ -1,5 +1,5 @@
 // The memory budget: takes in order, waits, releases; a connection's hold pauses its socket and gives everything back at close.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import {
   heldCost,
   LARGE_MESSAGE_BYTES,
@@ -20,6 +20,49 @@ function fakeSocket() {
 }
 
 describe('MemoryBudget', () => {
+  it('evicts the largest holder stalled for stallMs once a take has waited that long, never one that moves', () => {
+    vi.useFakeTimers();
+    try {
+      const b = new MemoryBudget(100, 1000);
+      const evicted: string[] = [];
+      let movedAt = Date.now();
+      const holder = (name: string, bytes: number, moves: boolean) => {
+        const off = b.register({
+          held: () => bytes,
+          progressAt: (now) => (moves ? movedAt : now - 10_000),
+          evict: () => {
+            evicted.push(name);
+            off();
+            b.release(bytes);
+          },
+        });
+        b.take(bytes, () => {});
+      };
+      holder('slow-but-reading', 40, true);
+      holder('stalled-small', 10, false);
+      holder('stalled-large', 30, false);
+      let granted = false;
+      expect(b.take(60, () => (granted = true))).toBe(false);
+      // Before the wait has lasted stallMs, nobody is evicted.
+      movedAt = Date.now() + 900;
+      vi.advanceTimersByTime(900);
+      expect(evicted).toEqual([]);
+      movedAt = Date.now() + 1000;
+      vi.advanceTimersByTime(100);
+      // The largest stalled holder goes first; 30 freed is not enough (80 - 30 + 60 > 100): then the next.
+      expect(evicted).toEqual(['stalled-large']);
+      expect(granted).toBe(false);
+      vi.advanceTimersByTime(250);
+      expect(evicted).toEqual(['stalled-large', 'stalled-small']);
+      expect(granted).toBe(true);
+      // With nothing waiting, no check runs: a stalled holder then costs no one anything.
+      vi.advanceTimersByTime(10_000);
+      expect(evicted).toEqual(['stalled-large', 'stalled-small']);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('takes what fits, queues the rest first come first served, and grants on release', () => {
     const b = new MemoryBudget(100);
     const granted: string[] = [];
