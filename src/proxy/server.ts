@@ -30,9 +30,11 @@ import type { KeyOwner } from './cancel-key.js';
 import { CancelRegistry } from './cancel-registry.js';
 import { type CancelOutcome, type CancelRoutes, routeCancel } from './cancel-routing.js';
 import { CatalogSource } from './catalog-source.js';
+import { ClientError } from './client-error.js';
 import type { ConsoleFactory, ConsoleHandler, SessionCounters } from './console-port.js';
 import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js';
-import { CATALOG_REFRESH_MIN_MS, ClientError, ClientSession } from './session.js';
+import { ClientSession } from './session.js';
+import { CATALOG_REFRESH_MIN_MS } from './session-catalog.js';
 import { authSecretFor, VerifierCache } from './verifier-cache.js';
 
 /** How often open sessions are checked for an API key that expired meanwhile (ms). */
