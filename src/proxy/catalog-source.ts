@@ -83,6 +83,11 @@ interface DbState {
  */
 export class CatalogSource {
   private readonly dbs = new Map<string, DbState>();
+  /** The readiness probe in flight per database ({@link probe}). */
+  private readonly probes = new Map<
+    string,
+    Promise<{ catalog: boolean; upstream: boolean; error?: string }>
+  >();
   /** Bumped by every invalidation: a session's own in-band catalog is stale once it moves. */
   private readonly generations = new Map<string, number>();
   private readonly timeouts: CatalogTimeouts;
@@ -288,8 +293,28 @@ export class CatalogSource {
    * Readiness (`/readyz`): whether `database`'s catalog has been read and its catalog connection
    * answers `SELECT 1` within `timeoutMs` (the connection is opened when needed, the catalog read
    * when none is loaded). Never rejects: `error` says what failed, without the upstream's address.
+   * Concurrent calls for one database share one probe (its answer).
    */
-  async probe(
+  probe(
+    database: string,
+    url: string | pg.ClientConfig,
+    timeoutMs: number,
+  ): Promise<{ catalog: boolean; upstream: boolean; error?: string }> {
+    // One probe in flight per database, shared by every caller meanwhile: /readyz is served
+    // without a caller, and a probe each would queue a query each on the catalog connection
+    // every session's catalog reads wait behind (1000 at once made probes time out).
+    const running = this.probes.get(database);
+    if (running) return running;
+    const p = this.probeOnce(database, url, timeoutMs);
+    this.probes.set(database, p);
+    const clear = () => {
+      if (this.probes.get(database) === p) this.probes.delete(database);
+    };
+    p.then(clear, clear);
+    return p;
+  }
+
+  private async probeOnce(
     database: string,
     url: string | pg.ClientConfig,
     timeoutMs: number,
