@@ -55,6 +55,8 @@ interface DbState {
   loadedGen: number;
   flight?: { gen: number; promise: Promise<Catalog> };
   conn?: Promise<pg.Client>;
+  /** A connection being opened (not yet answered): the upstream may not be accepting connections. */
+  opening?: Promise<pg.Client>;
   version: number;
   failures: number;
   /** No read before this time after a failure (or before re-reading views left pending). */
@@ -188,6 +190,17 @@ export class CatalogSource {
     if (st.dirty && !st.flight && Date.now() >= st.retryAt && !this.closed)
       this.load(database, st).catch(() => undefined);
     return st.current;
+  }
+
+  /**
+   * Whether a refresh of `database` (a catalog was read before) waits for its catalog connection
+   * to open (issue 16: a postmaster that does not answer new connections holds it up to
+   * `connectMs`; a session then reads on its own healthy connection rather than wait). The first
+   * read is waited for: sessions logging in at start do not each read the whole catalog.
+   */
+  connecting(database: string): boolean {
+    const st = this.dbs.get(database);
+    return st?.current !== undefined && st.opening !== undefined && st.opening === st.conn;
   }
 
   /** Whether the last read of `database` failed (a session then reads on its own connection instead of waiting). */
@@ -367,7 +380,7 @@ export class CatalogSource {
       query_timeout: this.timeouts.statementMs + 1000,
       application_name: 'pgwarden catalog',
     });
-    const conn = client.connect().then(
+    const conn: Promise<pg.Client> = client.connect().then(
       () => client,
       (e: unknown) => {
         if (st.conn === conn) st.conn = undefined;
@@ -381,6 +394,11 @@ export class CatalogSource {
       if (st.conn === conn) st.conn = undefined;
     });
     st.conn = conn;
+    st.opening = conn;
+    const opened = () => {
+      if (st.opening === conn) st.opening = undefined;
+    };
+    conn.then(opened, opened);
     return conn;
   }
 

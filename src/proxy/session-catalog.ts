@@ -75,8 +75,10 @@ export class SessionCatalog {
     if (last) return last;
     // Issue 15: inside a transaction that changed the catalog, read it on this connection
     // (its own snapshot and locks); the shared catalog does not have those changes yet.
-    // While shared reads fail, read here too rather than wait (issue 16).
-    if (this.changedInTx || this.catalogs.failing(database)) {
+    // While shared reads fail, or wait for the catalog connection to open, read here too
+    // rather than wait (issue 16).
+    const shared = this.catalogs;
+    if (this.changedInTx || shared.failing(database) || shared.connecting(database)) {
       const own = await this.readOwn();
       if (own) return own;
     }
