@@ -47,8 +47,20 @@ function pool(url: string): pg.Pool {
   return p;
 }
 
+/**
+ * How long (ms) the address of a slot is reused by {@link FleetDirectory.addressOf}: CancelRequests
+ * are served without a login, so a flood naming other slots must not cost a store query each.
+ */
+export const ADDRESS_REUSE_MS = 1000;
+
 /** Looks up the live instances of the fleet (what a process that forwards cancels needs). */
 export class FleetDirectory {
+  /** The last lookup of each slot (at most 255), answered or in flight, with when it was asked. */
+  private readonly lookups = new Map<
+    number,
+    { readonly at: number; readonly address: Promise<string | undefined> }
+  >();
+
   protected constructor(protected readonly pool: pg.Pool) {}
 
   /** A directory over the store at `url` (connects lazily). */
@@ -56,13 +68,28 @@ export class FleetDirectory {
     return new FleetDirectory(pool(url));
   }
 
-  /** The cancel-forwarding address of the live instance holding `slot`, or undefined (none, or expired). */
-  async addressOf(slot: number): Promise<string | undefined> {
-    const r = await this.pool.query<{ cancel_address: string | null }>(
-      'SELECT cancel_address FROM pgwarden.fleet_instances WHERE slot = $1 AND expires_at > now()',
-      [slot],
-    );
-    return r.rows[0]?.cancel_address ?? undefined;
+  /**
+   * The cancel-forwarding address of the live instance holding `slot`, or undefined (none, or
+   * expired). One store query per slot at a time, its answer reused for {@link ADDRESS_REUSE_MS}
+   * (an unauthenticated flood of CancelRequests naming other slots would otherwise queue a query
+   * each on the directory's two connections, and a real cancel behind them); a failed lookup is
+   * not reused. Rejects with the store's error.
+   */
+  addressOf(slot: number): Promise<string | undefined> {
+    const now = Date.now();
+    const last = this.lookups.get(slot);
+    if (last && now - last.at < ADDRESS_REUSE_MS) return last.address;
+    const address = this.pool
+      .query<{ cancel_address: string | null }>(
+        'SELECT cancel_address FROM pgwarden.fleet_instances WHERE slot = $1 AND expires_at > now()',
+        [slot],
+      )
+      .then((r) => r.rows[0]?.cancel_address ?? undefined);
+    this.lookups.set(slot, { at: now, address });
+    address.catch(() => {
+      if (this.lookups.get(slot)?.address === address) this.lookups.delete(slot);
+    });
+    return address;
   }
 
   /** The live instances, by slot: what an operator (and the fleet test) reads. */

@@ -1,0 +1,59 @@
+// CancelRequests are served without a login: a flood of forged keys naming another fleet slot costs the store one lookup per slot and second, not one each.
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { ADDRESS_REUSE_MS, FleetDirectory } from '../../../src/policy/fleet-instances.js';
+import { policyImport } from '../../../src/policy/policy-command.js';
+import { encodeProcessId } from '../../../src/proxy/cancel-key.js';
+import { CancelRegistry } from '../../../src/proxy/cancel-registry.js';
+import { routeCancel } from '../../../src/proxy/cancel-routing.js';
+import {
+  createStoreDatabase,
+  DEMO_CONFIG_FILE,
+  storeInstanceConfig,
+  writeConfig,
+} from '../../helpers/policy-store-db.js';
+import { testEnv } from '../../helpers/proxy.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-cancel-flood-'));
+let db: Awaited<ReturnType<typeof createStoreDatabase>>;
+let directory: FleetDirectory;
+
+beforeAll(async () => {
+  Object.assign(process.env, testEnv());
+  db = await createStoreDatabase();
+  const configFile = writeConfig(dir, 'import.yaml', storeInstanceConfig(db.url));
+  expect((await policyImport({ config: configFile, file: DEMO_CONFIG_FILE })).exitCode).toBe(0);
+  directory = FleetDirectory.open(db.url);
+}, 120_000);
+afterAll(async () => {
+  await directory?.close();
+  await db?.drop();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a flood of forged CancelRequests naming another slot', () => {
+  test('1000 at once cost one store query; a lookup after the reuse window asks again', async () => {
+    const query = vi.spyOn(pg.Pool.prototype, 'query');
+    try {
+      const registry = new CancelRegistry(() => ({ slot: 1, worker: 0 }));
+      const routes = { peerAddress: (s: number) => directory.addressOf(s), selfAddress: () => '127.0.0.1:1' };
+      // Slot 7 holds no live instance: every request is dropped ('no-peer') after its lookup.
+      const outcomes = await Promise.all(
+        Array.from({ length: 1000 }, (_, i) =>
+          routeCancel(registry, routes, encodeProcessId({ slot: 7, worker: 0 }, (i % 60000) + 1), i),
+        ),
+      );
+      expect(new Set(outcomes)).toEqual(new Set(['no-peer']));
+      expect(query.mock.calls.length).toBe(1);
+      await new Promise((r) => setTimeout(r, ADDRESS_REUSE_MS + 100));
+      await directory.addressOf(7);
+      expect(query.mock.calls.length).toBe(2);
+    } finally {
+      query.mockRestore();
+    }
+  });
+});
