@@ -27,52 +27,55 @@ function within<T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> {
   return Promise.race([p, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), ms))]);
 }
 
+/** alice logged in through a raw client (the attacker); the test ends it. */
+async function attackerLogin(): Promise<RawClient> {
+  const attacker = await RawClient.connect(proxy.port);
+  raws.push(attacker);
+  await attacker.login({ user: 'alice', database: 'demo' }, 'alice');
+  return attacker;
+}
+
+/**
+ * bob's own 8 MB row (32 MB held) fits only beside what the attacker holds (40 MB) once the
+ * attacker's hold is ended: its length within 15 s, or 'timeout'. Then the attacker's connection closes.
+ */
+async function bobsRowThenAttackerClosed(attacker: RawClient): Promise<void> {
+  const bob = await proxy.client('bob');
+  clients.push(bob);
+  const r = await within(
+    bob.query("select length(repeat('y', 8000000)) as n, repeat('y', 8000000) as pad"),
+    15_000,
+  );
+  expect(r === 'timeout' ? 'timeout' : (r.rows[0] as { n: number }).n).toBe(8_000_000);
+  // The attacker's session was ended (FATAL 53200, its sockets destroyed with what they buffered).
+  attacker.socket.resume();
+  await attacker.until(() => attacker.closed, 10_000);
+  expect(attacker.closed).toBe(true);
+}
+
 describe('a client that stops reading a large row', () => {
   test('does not stall another session’s large row (budget 64 MiB, 10 MB held ×4)', {
     timeout: 60_000,
   }, async () => {
     // alice asks for a 10 MB row and never reads it: its held cost (40 MB) stays taken while the
     // proxy cannot hand it to her socket.
-    const attacker = await RawClient.connect(proxy.port);
-    raws.push(attacker);
-    await attacker.login({ user: 'alice', database: 'demo' }, 'alice');
+    const attacker = await attackerLogin();
     attacker.socket.pause();
     attacker.write(query("select repeat('x', 10000000) as pad"));
     await new Promise((r) => setTimeout(r, 1500));
-    // bob's own 8 MB row (32 MB held) fits only beside what alice holds if alice's hold is bounded.
-    const bob = await proxy.client('bob');
-    clients.push(bob);
-    const r = await within(
-      bob.query("select length(repeat('y', 8000000)) as n, repeat('y', 8000000) as pad"),
-      15_000,
-    );
-    expect(r === 'timeout' ? 'timeout' : (r.rows[0] as { n: number }).n).toBe(8_000_000);
-    // alice's session was ended (FATAL 53200, its sockets destroyed with what they buffered).
-    attacker.socket.resume();
-    await attacker.until(() => attacker.closed, 10_000);
-    expect(attacker.closed).toBe(true);
+    await bobsRowThenAttackerClosed(attacker);
   });
 
   test('a client that announces a large message and sends no more of it does not stall another session', {
     timeout: 60_000,
   }, async () => {
     // A Query header claiming 10 MB (40 MB held from its header on) and a few bytes of it, then nothing.
-    const attacker = await RawClient.connect(proxy.port);
-    raws.push(attacker);
-    await attacker.login({ user: 'alice', database: 'demo' }, 'alice');
+    const attacker = await attackerLogin();
     const header = Buffer.alloc(5);
     header.write('Q', 0);
     header.writeInt32BE(10_000_004, 1);
     attacker.write(Buffer.concat([header, Buffer.from("select '")]));
     await new Promise((r) => setTimeout(r, 1500));
-    const bob = await proxy.client('bob');
-    clients.push(bob);
-    const r = await within(
-      bob.query("select length(repeat('y', 8000000)) as n, repeat('y', 8000000) as pad"),
-      15_000,
-    );
-    expect(r === 'timeout' ? 'timeout' : (r.rows[0] as { n: number }).n).toBe(8_000_000);
-    await attacker.until(() => attacker.closed, 10_000);
-    expect(attacker.closed).toBe(true);
+    await bobsRowThenAttackerClosed(attacker);
   });
 });
