@@ -1,12 +1,42 @@
 // pgwarden's Prometheus metrics: one registry per process, one-line hot-path calls, label values bounded.
 import type { Registry } from 'prom-client';
-import { type Cell, CounterFamily, type Family, HistogramFamily } from './metric-families.js';
+import {
+  type Cell,
+  CounterFamily,
+  type Family,
+  type FamilyOptions,
+  HistogramFamily,
+} from './metric-families.js';
+
+/** One row of {@link FAMILIES}: a counter or gauge family's options, or a histogram's (with `buckets`). */
+type FamilyRow = FamilyOptions<readonly string[]> &
+  (
+    | { readonly type?: 'counter' | 'gauge'; readonly buckets?: never }
+    | { readonly buckets: readonly number[] }
+  );
+
+/** The family each row makes: a HistogramFamily for a row with buckets, else a CounterFamily. */
+type FamilyOf<R extends FamilyRow> = R extends { readonly buckets: readonly number[] }
+  ? HistogramFamily<R['labelNames']>
+  : CounterFamily<R['labelNames']>;
 
 /** Every family of this module, registered with the registry when it is first asked for. */
 const families: Family[] = [];
-function family<F extends Family>(f: F): F {
-  families.push(f);
-  return f;
+
+/** Makes the family of each row, in order, and keeps it for the registry. */
+function makeFamilies<T extends Record<string, FamilyRow>>(
+  rows: T,
+): { readonly [K in keyof T]: FamilyOf<T[K]> } {
+  const made: Record<string, Family> = {};
+  for (const [key, row] of Object.entries(rows)) {
+    const f =
+      'buckets' in row && row.buckets
+        ? new HistogramFamily({ ...row, buckets: row.buckets })
+        : new CounterFamily(row);
+    families.push(f);
+    made[key] = f;
+  }
+  return made as { readonly [K in keyof T]: FamilyOf<T[K]> };
 }
 let registry: Promise<Registry> | undefined;
 
@@ -38,156 +68,149 @@ const UPSTREAM_BUCKETS = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 ];
 
-const clientConnections = family(
-  new CounterFamily({
+/**
+ * Every family, one row each: its Prometheus name, help and label names, its kind (`buckets`: a
+ * histogram, else a counter, or a gauge with `type: 'gauge'`), cardinality cap and aggregator.
+ * Registered in this order.
+ */
+const FAMILIES = {
+  clientConnections: {
     name: 'pgwarden_client_connections',
     help: 'Client connections now: active (logged in, counted against limits.max_client_connections) and pending (still logging in).',
-    labelNames: ['state'] as const,
+    labelNames: ['state'],
     type: 'gauge',
-  }),
-);
-const clientConnectionsTotal = family(
-  new CounterFamily({
+  },
+  clientConnectionsTotal: {
     name: 'pgwarden_client_connections_total',
     help: 'Client connections accepted (TCP), whatever became of them.',
-    labelNames: [] as const,
-  }),
-);
-const refusedConnections = family(
-  new CounterFamily({
+    labelNames: [],
+  },
+  refusedConnections: {
     name: 'pgwarden_client_connections_refused_total',
     help: 'Client connections refused before or at login, by reason: the SQLSTATE condition name of the FATAL sent.',
-    labelNames: ['reason'] as const,
+    labelNames: ['reason'],
     cap: 64,
-  }),
-);
-const upstreamSessions = family(
-  new CounterFamily({
+  },
+  upstreamSessions: {
     name: 'pgwarden_upstream_sessions',
     help: 'Upstream sessions open now (one per logged-in client).',
-    labelNames: [] as const,
+    labelNames: [],
     type: 'gauge',
-  }),
-);
-const upstreamSessionsTotal = family(
-  new CounterFamily({
+  },
+  upstreamSessionsTotal: {
     name: 'pgwarden_upstream_sessions_total',
     help: 'Upstream sessions opened.',
-    labelNames: [] as const,
-  }),
-);
-const statements = family(
-  new CounterFamily({
+    labelNames: [],
+  },
+  statements: {
     name: 'pgwarden_statements_total',
     help: 'Statements decided, by kind (SELECT, INSERT, UPDATE, DELETE, MERGE, MANAGE, SESSION, FETCH, MOVE, UNPARSED) and verdict (allowed, masked: ran with masked columns, refused).',
-    labelNames: ['kind', 'verdict'] as const,
+    labelNames: ['kind', 'verdict'],
     cap: 64,
-  }),
-);
-const refusals = family(
-  new CounterFamily({
+  },
+  refusals: {
     name: 'pgwarden_refusals_total',
     help: 'Statements refused, by the rule that refused (roles.<role>.permissions[<index>], "default-deny" for 42501 without a deny rule, "-" for other refusals) and SQLSTATE.',
-    labelNames: ['rule', 'sqlstate'] as const,
+    labelNames: ['rule', 'sqlstate'],
     cap: 1000,
-  }),
-);
-const columnRefusals = family(
-  new CounterFamily({
+  },
+  columnRefusals: {
     name: 'pgwarden_column_refusals_total',
     help: 'Statements refused over a column, by database and schema.table.column (only columns of the catalog: an unknown name is refused without one).',
-    labelNames: ['database', 'column'] as const,
+    labelNames: ['database', 'column'],
     cap: 1000,
-  }),
-);
-const maskedColumns = family(
-  new CounterFamily({
+  },
+  maskedColumns: {
     name: 'pgwarden_masked_columns_total',
     help: 'Result columns masked in statements that ran, by role of the session (a session with several roles counts for each).',
-    labelNames: ['role'] as const,
+    labelNames: ['role'],
     cap: 500,
-  }),
-);
-const analysisCache = family(
-  new CounterFamily({
+  },
+  analysisCache: {
     name: 'pgwarden_analysis_cache_total',
     help: 'Analysis cache lookups: result hit (the exact text), normalized_hit (the same text up to literals) or miss (analyzed).',
-    labelNames: ['result'] as const,
-  }),
-);
-const decisionCache = family(
-  new CounterFamily({
+    labelNames: ['result'],
+  },
+  decisionCache: {
     name: 'pgwarden_decision_cache_total',
     help: 'Decision cache lookups: result hit or miss (decided).',
-    labelNames: ['result'] as const,
-  }),
-);
-const catalogReads = family(
-  new CounterFamily({
+    labelNames: ['result'],
+  },
+  catalogReads: {
     name: 'pgwarden_catalog_reads_total',
     help: 'Catalog reads on the shared catalog connection, by database, kind (full or incremental) and result (ok, failed).',
-    labelNames: ['database', 'kind', 'result'] as const,
+    labelNames: ['database', 'kind', 'result'],
     cap: 400,
-  }),
-);
-const catalogReadSeconds = family(
-  new HistogramFamily({
+  },
+  catalogReadSeconds: {
     name: 'pgwarden_catalog_read_duration_seconds',
     help: 'Duration of catalog reads, by database.',
-    labelNames: ['database'] as const,
+    labelNames: ['database'],
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
     cap: 100,
-  }),
-);
-const grantSyncs = family(
-  new CounterFamily({
+  },
+  grantSyncs: {
     name: 'pgwarden_grant_syncs_total',
     help: 'Grant syncs of roles: managed databases, by database and result (ok, failed).',
-    labelNames: ['database', 'result'] as const,
+    labelNames: ['database', 'result'],
     cap: 200,
-  }),
-);
-const grantSyncSeconds = family(
-  new HistogramFamily({
+  },
+  grantSyncSeconds: {
     name: 'pgwarden_grant_sync_duration_seconds',
     help: 'Duration of grant syncs, by database.',
-    labelNames: ['database'] as const,
+    labelNames: ['database'],
     buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 15],
     cap: 100,
-  }),
-);
-const proxySeconds = family(
-  new HistogramFamily({
+  },
+  proxySeconds: {
     name: 'pgwarden_statement_proxy_duration_seconds',
     help: 'Time in pgwarden per Query or Parse message (one in 16 sampled): analysis, decision and rewrite (and a catalog read it waited for), until it was sent upstream or refused.',
-    labelNames: [] as const,
+    labelNames: [],
     buckets: PROXY_BUCKETS,
-  }),
-);
-const upstreamSeconds = family(
-  new HistogramFamily({
+  },
+  upstreamSeconds: {
     name: 'pgwarden_statement_upstream_duration_seconds',
     help: 'Time upstream per statement that ran (every Execute, one Query in 16 sampled): from its message sent upstream to its CommandComplete.',
-    labelNames: [] as const,
+    labelNames: [],
     buckets: UPSTREAM_BUCKETS,
-  }),
-);
-const policyEpoch = family(
-  new CounterFamily({
+  },
+  policyEpoch: {
     name: 'pgwarden_policy_epoch',
     help: 'The policy in force: 1 for its epoch (the hash stamped on audit lines).',
-    labelNames: ['epoch'] as const,
+    labelNames: ['epoch'],
     type: 'gauge',
     aggregator: 'max',
-  }),
-);
-const policyReloads = family(
-  new CounterFamily({
+  },
+  policyReloads: {
     name: 'pgwarden_policy_reloads_total',
     help: 'Policy reloads (SIGHUP, a store change, the wire console’s RELOAD).',
-    labelNames: [] as const,
-  }),
-);
+    labelNames: [],
+  },
+} as const satisfies Record<string, FamilyRow>;
+
+/** The families of {@link FAMILIES}, by row name. */
+const m = makeFamilies(FAMILIES);
+const {
+  clientConnections,
+  clientConnectionsTotal,
+  refusedConnections,
+  upstreamSessions,
+  upstreamSessionsTotal,
+  statements,
+  refusals,
+  columnRefusals,
+  maskedColumns,
+  analysisCache,
+  decisionCache,
+  catalogReads,
+  catalogReadSeconds,
+  grantSyncs,
+  grantSyncSeconds,
+  proxySeconds,
+  upstreamSeconds,
+  policyEpoch,
+  policyReloads,
+} = m;
 
 /** SQLSTATE condition names (PostgreSQL Appendix A) of the FATALs a connection can be refused with. */
 const CONDITION_NAMES: Readonly<Record<string, string>> = {
