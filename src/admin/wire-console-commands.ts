@@ -1,8 +1,8 @@
 // The wire admin console's commands (SHOW CLIENTS/SERVERS/STATS/POLICY/VERSION/HELP, RELOAD, KILL, SHUTDOWN) and their result sets.
 import { createRequire } from 'node:module';
-import type { AppAction } from '../policy/config-schema.js';
+import type { AppAction, Config } from '../policy/config-schema.js';
 import { type Editor, editorHolds } from '../policy/grant-limits.js';
-import type { ClientInfo, ConsoleHost } from '../proxy/console-port.js';
+import type { ClientInfo, ConsoleHost, ServerInfo } from '../proxy/console-port.js';
 import {
   commandComplete,
   dataRow,
@@ -40,8 +40,11 @@ function timestamptz(ms: number | undefined): string | null {
   return `${iso.slice(0, 10)} ${iso.slice(11, 23)}+00`;
 }
 
-/** A result set: RowDescription, DataRows (text format), CommandComplete `SHOW`. */
-function table(columns: readonly (readonly [string, Type])[], rows: readonly Cell[][]): Buffer[] {
+/** One column of a result set: its name, its type, and its cell for each item shown. */
+type Column<T> = readonly [name: string, type: Type, cell: (item: T) => Cell];
+
+/** A result set of one row per item: RowDescription, DataRows (text format), CommandComplete `SHOW`. */
+function table<T>(columns: readonly Column<T>[], items: readonly T[]): Buffer[] {
   const out = [
     rowDescription(
       columns.map(([name, type]) => ({
@@ -55,8 +58,15 @@ function table(columns: readonly (readonly [string, Type])[], rows: readonly Cel
       })),
     ),
   ];
-  for (const r of rows)
-    out.push(dataRow(r.map((v) => (v === null || v === undefined ? null : Buffer.from(String(v))))));
+  for (const item of items)
+    out.push(
+      dataRow(
+        columns.map(([, , cell]) => {
+          const v = cell(item);
+          return v === null || v === undefined ? null : Buffer.from(String(v));
+        }),
+      ),
+    );
   out.push(commandComplete('SHOW'));
   return out;
 }
@@ -65,89 +75,67 @@ function error(code: string, message: string, extra: Partial<ErrorFields> = {}):
   return [errorResponse({ severity: 'ERROR', code, message, ...extra })];
 }
 
-/** PgBouncer's SHOW CLIENTS columns where the meaning is the same, then pgwarden's own (`roles`). */
-function showClients(clients: readonly ClientInfo[]): Buffer[] {
-  return table(
-    [
-      ['type', 'text'],
-      ['user', 'text'],
-      ['database', 'text'],
-      ['state', 'text'],
-      ['addr', 'text'],
-      ['port', 'int8'],
-      ['local_addr', 'text'],
-      ['local_port', 'int8'],
-      ['connect_time', 'timestamptz'],
-      ['request_time', 'timestamptz'],
-      ['link', 'int8'],
-      ['tls', 'text'],
-      ['application_name', 'text'],
-      ['id', 'int8'],
-      ['roles', 'text'],
-    ],
-    clients.map((c) => [
-      'C',
-      c.user,
-      c.database,
-      c.state,
-      c.addr,
-      c.port,
-      c.localAddr,
-      c.localPort,
-      timestamptz(c.connectTime),
-      timestamptz(c.requestTime),
-      c.server ? c.id : null,
-      c.tls,
-      c.applicationName,
-      c.id,
-      c.roles.join(','),
-    ]),
-  );
+/** One end of a connection as SHOW CLIENTS (the client's) and SHOW SERVERS (the upstream's) show it. */
+type Endpoint = Pick<ServerInfo, 'user' | 'addr' | 'port' | 'localAddr' | 'localPort' | 'connectTime'>;
+/** A client with its upstream session (SHOW SERVERS' rows). */
+type WithServer = ClientInfo & { readonly server: ServerInfo };
+
+/** The columns PgBouncer's SHOW CLIENTS and SHOW SERVERS share after `type`: `user` to `request_time`, of the end `side` picks. */
+function connectionColumns<T extends ClientInfo>(
+  side: (c: T) => Endpoint,
+  state: (c: T) => string,
+): Column<T>[] {
+  return [
+    ['user', 'text', (c) => side(c).user],
+    ['database', 'text', (c) => c.database],
+    ['state', 'text', state],
+    ['addr', 'text', (c) => side(c).addr],
+    ['port', 'int8', (c) => side(c).port],
+    ['local_addr', 'text', (c) => side(c).localAddr],
+    ['local_port', 'int8', (c) => side(c).localPort],
+    ['connect_time', 'timestamptz', (c) => timestamptz(side(c).connectTime)],
+    ['request_time', 'timestamptz', (c) => timestamptz(c.requestTime)],
+  ];
 }
 
+/** PgBouncer's SHOW CLIENTS columns where the meaning is the same, then pgwarden's own (`roles`). */
+const CLIENT_COLUMNS: readonly Column<ClientInfo>[] = [
+  ['type', 'text', () => 'C'],
+  ...connectionColumns(
+    (c) => c,
+    (c) => c.state,
+  ),
+  ['link', 'int8', (c) => (c.server ? c.id : null)],
+  ['tls', 'text', (c) => c.tls],
+  ['application_name', 'text', (c) => c.applicationName],
+  ['id', 'int8', (c) => c.id],
+  ['roles', 'text', (c) => c.roles.join(',')],
+];
+
 /** PgBouncer's SHOW SERVERS columns: one upstream session per client, `link` its client's id. */
+const SERVER_COLUMNS: readonly Column<WithServer>[] = [
+  ['type', 'text', () => 'S'],
+  ...connectionColumns<WithServer>(
+    (c) => c.server,
+    (c) => (c.state === 'idle' ? 'idle' : 'active'),
+  ),
+  ['link', 'int8', (c) => c.id],
+  ['remote_pid', 'int8', (c) => c.server.pid],
+  ['tls', 'text', (c) => c.server.tls],
+  ['application_name', 'text', (c) => c.applicationName],
+  ['id', 'int8', (c) => c.id],
+];
+
+/** SHOW CLIENTS: every logged-in client. */
+function showClients(clients: readonly ClientInfo[]): Buffer[] {
+  return table(CLIENT_COLUMNS, clients);
+}
+
+/** SHOW SERVERS: the clients' upstream sessions (a console session has none). */
 function showServers(clients: readonly ClientInfo[]): Buffer[] {
   return table(
-    [
-      ['type', 'text'],
-      ['user', 'text'],
-      ['database', 'text'],
-      ['state', 'text'],
-      ['addr', 'text'],
-      ['port', 'int8'],
-      ['local_addr', 'text'],
-      ['local_port', 'int8'],
-      ['connect_time', 'timestamptz'],
-      ['request_time', 'timestamptz'],
-      ['link', 'int8'],
-      ['remote_pid', 'int8'],
-      ['tls', 'text'],
-      ['application_name', 'text'],
-      ['id', 'int8'],
-    ],
-    clients.flatMap((c) =>
-      c.server
-        ? [
-            [
-              'S',
-              c.server.user,
-              c.database,
-              c.state === 'idle' ? 'idle' : 'active',
-              c.server.addr,
-              c.server.port,
-              c.server.localAddr,
-              c.server.localPort,
-              timestamptz(c.server.connectTime),
-              timestamptz(c.requestTime),
-              c.id,
-              c.server.pid,
-              c.server.tls,
-              c.applicationName,
-              c.id,
-            ],
-          ]
-        : [],
-    ),
+    SERVER_COLUMNS,
+    clients.filter((c): c is WithServer => c.server !== undefined),
   );
 }
 
@@ -155,56 +143,34 @@ function showServers(clients: readonly ClientInfo[]): Buffer[] {
 function showStats(host: ConsoleHost): Buffer[] {
   const totals = host.totals();
   const names = [...new Set([...Object.keys(host.config().config.databases), ...totals.keys()])].sort();
-  return table(
+  return table<string>(
     [
-      ['database', 'text'],
-      ['total_xact_count', 'int8'],
-      ['total_query_count', 'int8'],
-      ['total_received', 'int8'],
-      ['total_sent', 'int8'],
-      ['total_query_time', 'int8'],
-      ['total_refused_count', 'int8'],
+      ['database', 'text', (db) => db],
+      ['total_xact_count', 'int8', (db) => totals.get(db)?.transactions ?? 0],
+      ['total_query_count', 'int8', (db) => totals.get(db)?.queries ?? 0],
+      ['total_received', 'int8', (db) => totals.get(db)?.received ?? 0],
+      ['total_sent', 'int8', (db) => totals.get(db)?.sent ?? 0],
+      ['total_query_time', 'int8', (db) => totals.get(db)?.queryTimeUs ?? 0],
+      ['total_refused_count', 'int8', (db) => totals.get(db)?.refused ?? 0],
     ],
-    names.map((db) => {
-      const t = totals.get(db);
-      return [
-        db,
-        t?.transactions ?? 0,
-        t?.queries ?? 0,
-        t?.received ?? 0,
-        t?.sent ?? 0,
-        t?.queryTimeUs ?? 0,
-        t?.refused ?? 0,
-      ];
-    }),
+    names,
   );
 }
 
 /** The policy in force: its epoch and what it holds. */
 function showPolicy(host: ConsoleHost): Buffer[] {
-  const loaded = host.config();
-  const c = loaded.config;
-  return table(
+  const c = host.config().config;
+  return table<Config>(
     [
-      ['epoch', 'text'],
-      ['source', 'text'],
-      ['roles', 'int8'],
-      ['users', 'int8'],
-      ['groups', 'int8'],
-      ['api_keys', 'int8'],
-      ['databases', 'text'],
+      ['epoch', 'text', () => host.epoch()],
+      ['source', 'text', (p) => (p.policy_store !== undefined ? 'store' : 'file')],
+      ['roles', 'int8', (p) => Object.keys(p.roles).length],
+      ['users', 'int8', (p) => Object.keys(p.users).length],
+      ['groups', 'int8', (p) => Object.keys(p.groups).length],
+      ['api_keys', 'int8', (p) => p.api_keys.filter((k) => !k.revoked).length],
+      ['databases', 'text', (p) => Object.keys(p.databases).sort().join(',')],
     ],
-    [
-      [
-        host.epoch(),
-        c.policy_store !== undefined ? 'store' : 'file',
-        Object.keys(c.roles).length,
-        Object.keys(c.users).length,
-        Object.keys(c.groups).length,
-        c.api_keys.filter((k) => !k.revoked).length,
-        Object.keys(c.databases).sort().join(','),
-      ],
-    ],
+    [c],
   );
 }
 
@@ -227,7 +193,7 @@ function showItem(item: string, host: ConsoleHost): Parsed['run'] | undefined {
     case 'POLICY':
       return () => showPolicy(host);
     case 'VERSION':
-      return () => table([['version', 'text']], [[`pgwarden ${pkg.version}`]]);
+      return () => table([['version', 'text', () => `pgwarden ${pkg.version}`]], [undefined]);
     default:
       return undefined;
   }
