@@ -37,7 +37,7 @@ import {
   type UpstreamControl,
 } from './session-shutdown.js';
 import { logInClient, readStartupPackets, requireTlsWhenConfigured } from './session-startup.js';
-import { type FilteredStartup, filterStartupParams } from './startup-params.js';
+import { cleanApplicationName, type FilteredStartup, filterStartupParams } from './startup-params.js';
 import {
   parseUpstreamUrl,
   sendUpstreamCancel,
@@ -357,7 +357,7 @@ export class ClientSession {
     }
     this.upstream = upstream;
     this.upstreamAt = Date.now();
-    this.applicationName = filtered.upstream.get('application_name') ?? '';
+    this.applicationName = cleanApplicationName(filtered.upstream.get('application_name') ?? '');
     upstreamSession(1);
     const startPath = await searchPathAtLogin(
       this.ctx.catalogs,
@@ -487,7 +487,7 @@ export class ClientSession {
     this.consoleSession = true;
     this.policy = config;
     this.login = { user: filtered.user, ...request };
-    this.applicationName = filtered.upstream.get('application_name') ?? '';
+    this.applicationName = cleanApplicationName(filtered.upstream.get('application_name') ?? '');
     serveConsole(
       console,
       {

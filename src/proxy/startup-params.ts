@@ -144,3 +144,17 @@ export function filterStartupParams(params: ReadonlyMap<string, string>): Filter
     ? { user, database, upstream, pgwarden }
     : { user, database, upstream, pgwarden, searchPath };
 }
+
+/**
+ * The application_name as PostgreSQL 15 keeps it (guc.c check_application_name, pg_clean_ascii):
+ * every byte outside printable ASCII (32–126) becomes `?`, so a UTF-8 character becomes one `?`
+ * per byte. What pgwarden shows of a session (SHOW CLIENTS and SHOW SERVERS of the admin console,
+ * its logs) is what pg_stat_activity and `SHOW application_name` show: a client cannot put
+ * terminal escape sequences in front of an operator reading it in psql. Input: the value sent at
+ * startup. Output: the cleaned value. Errors: none.
+ */
+export function cleanApplicationName(value: string): string {
+  let out = '';
+  for (const b of Buffer.from(value, 'utf8')) out += b >= 32 && b <= 126 ? String.fromCharCode(b) : '?';
+  return out;
+}
