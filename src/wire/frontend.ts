@@ -116,8 +116,9 @@ export interface BindMessage {
  * Int16 n + n × (Int32 length, -1 for NULL, then that many bytes), Int16 n + n × Int16 result
  * format codes.
  * Throws ProtocolError 08P01 on truncation, a count or value length overrunning the payload, a
- * length below -1, a format code other than 0/1, a parameter format count that is neither 0, 1
- * nor the parameter count (as Postgres checks), or trailing bytes; 22021 on invalid UTF-8 names.
+ * length below -1, a parameter format count that is neither 0, 1 nor the parameter count (as
+ * Postgres checks), or trailing bytes; 22023 for a format code other than 0/1; 22021 on invalid
+ * UTF-8 names.
  * Source: PostgreSQL 15 docs, 55.7 "Bind".
  */
 export function decodeBind(payload: Buffer): BindMessage {
@@ -149,7 +150,10 @@ function readFormats(r: BufferReader, kind: string): number[] {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const f = r.int16(`${kind} format code`);
-    if (f !== 0 && f !== 1) r.fail(`unsupported ${kind} format code: ${f}`);
+    // Postgres answers an unknown code with 22023 invalid_parameter_value, "unsupported format
+    // code: N" (postgres.c exec_bind_message, printtup.c), at the parameter or column that uses it;
+    // pgwarden refuses it at Bind even when nothing uses it (it must know every format it relays).
+    if (f !== 0 && f !== 1) throw new ProtocolError(`unsupported format code: ${f}`, '22023');
     out.push(f);
   }
   return out;

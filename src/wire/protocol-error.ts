@@ -8,7 +8,8 @@
  *   trailing bytes, unknown enum byte;
  * - `54000` program_limit_exceeded: a message longer than the configured maximum;
  * - `0A000` feature_not_supported: a startup packet asking for a protocol major version other than 3;
- * - `22021` character_not_in_repertoire: a string that is not valid UTF-8.
+ * - `22021` character_not_in_repertoire: a string that is not valid UTF-8;
+ * - `22023` invalid_parameter_value: a Bind format code other than 0 (text) or 1 (binary).
  * Source: PostgreSQL 15 docs, Appendix A "PostgreSQL Error Codes" and 55.7 "Message Formats".
  */
 export class ProtocolError extends Error {

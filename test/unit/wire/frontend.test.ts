@@ -217,8 +217,6 @@ describe('simple and extended query messages', () => {
       'param length overrunning': '00 00 0000 0001 00000009 31 0000',
       'param length below -1': '00 00 0000 0001 fffffffe 0000',
       'format count overrunning': '00 00 0005 0000',
-      'format code 2': '00 00 0001 0002 0000 0000',
-      'result format code -1': '00 00 0000 0000 0001 ffff',
       'two formats for one param': '00 00 0002 0000 0000 0001 00000001 31 0000',
       'result format count overrunning': '00 00 0000 0000 0003 0000',
       'missing result formats': '00 00 0000 0000',
@@ -230,6 +228,13 @@ describe('simple and extended query messages', () => {
     for (const [why, b] of Object.entries(bad)) {
       const err = expectProtocolError(() => decodeBind(hex(b)), '08P01');
       expect(err.message, why).toMatch(/^invalid Bind message: /);
+    }
+  });
+
+  it('rejects a format code other than 0 or 1 with 22023, as Postgres does', () => {
+    for (const b of ['00 00 0001 0002 0001 00000001 31 0000', '00 00 0000 0000 0001 ffff']) {
+      const err = expectProtocolError(() => decodeBind(hex(b)), '22023');
+      expect(err.message).toMatch(/^unsupported format code: (2|-1)$/);
     }
   });
 

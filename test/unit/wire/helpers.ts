@@ -38,6 +38,6 @@ export function onlyProtocolErrors(fn: () => unknown): void {
     fn();
   } catch (err) {
     if (!(err instanceof ProtocolError)) throw err;
-    if (!['08P01', '54000', '0A000', '22021'].includes(err.sqlstate)) throw err;
+    if (!['08P01', '54000', '0A000', '22021', '22023'].includes(err.sqlstate)) throw err;
   }
 }
