@@ -3,7 +3,7 @@ import { BackendCode } from '../../src/wire/codes.js';
 import { query } from '../../src/wire/frontend-encode.js';
 import { RawClient } from './raw-client.js';
 
-const [port, user, database, sql, mb] = process.argv.slice(2);
+const [port, user, database, sql, mb, readAfter] = process.argv.slice(2);
 const c = await RawClient.connect(Number(port));
 await c.login({ user: user as string, database: database as string }, user as string);
 c.socket.pause();
@@ -23,12 +23,12 @@ for (let i = 0; i < 15; i++) {
   if (now === last) break;
   last = now;
 }
-// Then read: every query is answered in turn, the session goes on (frames counted as they arrive).
+// Then, when asked, read: every query is answered in turn, the session goes on (frames counted as they arrive).
 const sent = written / message.length;
 c.socket.resume();
 let answered = 0;
 const deadline = Date.now() + 30_000;
-while (answered < sent && !c.closed && Date.now() < deadline) {
+while (readAfter === 'read' && answered < sent && !c.closed && Date.now() < deadline) {
   const f = await c.next(30_000).catch(() => undefined);
   if (!f) break;
   if (f.code === BackendCode.ReadyForQuery) answered++;

@@ -25,7 +25,7 @@ afterAll(async () => {
  * bytes the proxy took off its socket once it stopped taking more. Loopback socket buffers hold a few
  * MB; the rest must stay queued in the client when the proxy honours backpressure.
  */
-async function taken(user: string, database: string, sql: string, mb: number) {
+async function taken(user: string, database: string, sql: string, mb: number, read = false) {
   const { stdout } = await run(
     process.execPath,
     [
@@ -37,8 +37,9 @@ async function taken(user: string, database: string, sql: string, mb: number) {
       database,
       sql,
       String(mb),
+      read ? 'read' : 'no-read',
     ],
-    { timeout: 60_000, maxBuffer: 1 << 20 },
+    { timeout: 110_000, maxBuffer: 1 << 20 },
   );
   return JSON.parse(stdout.trim()) as {
     written: number;
@@ -51,7 +52,7 @@ async function taken(user: string, database: string, sql: string, mb: number) {
 
 describe('a client that never reads its answers', () => {
   test('the admin console stops reading it (SHOW HELP: 15 bytes in, ~300 out)', {
-    timeout: 30_000,
+    timeout: 120_000,
   }, async () => {
     // alice holds no app-level action: SHOW HELP is what anyone logged in may run.
     const r = await taken('alice', 'pgwarden', 'SHOW HELP', 48);
@@ -61,22 +62,22 @@ describe('a client that never reads its answers', () => {
   });
 
   test('the admin console stops reading it (a 64 kB word echoed in each syntax error)', {
-    timeout: 30_000,
+    timeout: 120_000,
   }, async () => {
-    const r = await taken('alice', 'pgwarden', 'x'.repeat(65_536), 48);
+    const r = await taken('alice', 'pgwarden', 'x'.repeat(65_536), 48, true);
     expect(r.taken).toBeLessThan(24 << 20);
     // Once the client reads, every one of its 768 commands is answered (42601) and the session goes on.
     expect(r).toMatchObject({ closed: false, sent: 768, answered: 768 });
   });
 
   test('a database session stops reading it (refusals answered by pgwarden)', {
-    timeout: 30_000,
+    timeout: 120_000,
   }, async () => {
     const r = await taken('alice', 'demo', "select ssn = 'x' from users", 48);
     expect(r.taken).toBeLessThan(24 << 20);
   });
 
-  test('a database session stops reading it (rows from upstream)', { timeout: 30_000 }, async () => {
+  test('a database session stops reading it (rows from upstream)', { timeout: 120_000 }, async () => {
     const r = await taken('alice', 'demo', 'select id, name from users', 48);
     expect(r.taken).toBeLessThan(24 << 20);
   });
