@@ -228,9 +228,8 @@ function groupBy<T extends { rel: number }>(rows: readonly T[]): Map<number, T[]
  * A view whose definition could not be read (another session locks what it reads) keeps its
  * definition from `base` when nothing it reads changed since; otherwise its definition is null
  * (the analysis refuses statements that use it) and it is recorded as pending in the stamp.
- * `summary`, for a two-step read, is the row of CHANGED_SUMMARY (the head read and what changed);
- * the head result set is then an empty stand-in. User types and functions are then taken from
- * `base` unless it says they changed.
+ The head row of an incremental read says what changed; user types and functions are taken
+ * from `base` unless it says they changed (then they were read again, all of them).
  * Throws NeedsFullRead when an incremental build cannot apply (a namespace renamed or dropped,
  * pg_cast changed); an Error when the result sets are not the expected ones.
  */
@@ -238,18 +237,19 @@ export function buildCatalog(
   results: readonly ResultRows[],
   version: number,
   base?: Catalog,
-  summary?: Readonly<Record<string, unknown>>,
 ): Catalog & { readonly tempSchema: string } {
   if (results.length !== RESULT.count) throw new Error(`catalog read returned ${results.length} results`);
   const rows = <T>(i: number): T[] => results[i]!.rows as T[];
   const baseStamp = base ? stamps.get(base) : undefined;
   if (base && !baseStamp) throw new NeedsFullRead('the earlier catalog has no stamp');
 
-  const head = (summary as HeadRow | undefined) ?? rows<HeadRow>(RESULT.head)[0];
+  const head = rows<HeadRow>(RESULT.head)[0];
   if (!head) throw new Error('catalog read returned no server version');
-  // A two-step read reads user types and functions only when they changed; the others, always.
-  const typesRead = !base || !summary || head.types_changed === true;
-  const functionsRead = !base || !summary || head.functions_changed === true;
+  // An incremental read reads user types and functions only when they changed.
+  if (base && (head.types_changed === undefined || head.functions_changed === undefined))
+    throw new Error('incremental catalog read returned no summary');
+  const typesRead = !base || head.types_changed === true;
+  const functionsRead = !base || head.functions_changed === true;
   const namespaceRows = rows<NamespaceRow>(RESULT.namespaces);
   const namespaceOids = new Map(namespaceRows.map((r) => [r.oid, r.nspname]));
   if (baseStamp) {

@@ -26,8 +26,8 @@ export interface ReadBase {
 
 /**
  * The values of a base as SQL expressions: literals (one Simple Query, in-band) or the
- * parameters $1…$6 of {@link CHANGED_SUMMARY} (snapshot, relation OIDs, their constraint counts,
- * pending views, user type count, user function count).
+ * parameters $1…$7 of {@link CHANGED_SUMMARY} (snapshot, relation OIDs, their constraint counts,
+ * pending views, user type count, user function count, system types running user code).
  */
 interface BaseSql {
   readonly snapshot: string;
@@ -36,6 +36,7 @@ interface BaseSql {
   readonly pending: string;
   readonly types: string;
   readonly functions: string;
+  readonly systemUserCode: string;
 }
 
 const PARAMS: BaseSql = {
@@ -45,32 +46,43 @@ const PARAMS: BaseSql = {
   pending: '$4::int8[]::oid[]',
   types: '$5::int',
   functions: '$6::int',
+  systemUserCode: '$7::int8[]::oid[]',
 };
 
 function literals(base: ReadBase): BaseSql {
-  if (!SNAPSHOT.test(base.snapshot)) throw new Error(`not a snapshot: ${base.snapshot}`);
+  const [snapshot, oids, counts, pending, types, functions, systemUserCode] = summaryArgs(base);
   return {
-    snapshot: `'${base.snapshot}'::pg_snapshot`,
-    oids: `${intArray(base.relationConstraints.map(([o]) => o))}::oid[]`,
-    counts: `${intArray(base.relationConstraints.map(([, n]) => n))}::int[]`,
-    pending: `${intArray(base.pending)}::oid[]`,
-    types: String(Math.trunc(base.userTypes)),
-    functions: String(Math.trunc(base.userFunctions)),
+    snapshot: `${snapshot}::pg_snapshot`,
+    oids: `${oids}::oid[]`,
+    counts: `${counts}::int[]`,
+    pending: `${pending}::oid[]`,
+    types: types as string,
+    functions: functions as string,
+    systemUserCode: `${systemUserCode}::oid[]`,
   };
 }
 
-/** The parameter values of {@link CHANGED_SUMMARY} for `base`, in order. */
-export function summaryParams(base: ReadBase): unknown[] {
+/** The values of `base` as SQL literals, in the order of the parameters of {@link CHANGED_SUMMARY} (validated: the text goes into SQL). */
+function summaryArgs(base: ReadBase): string[] {
   if (!SNAPSHOT.test(base.snapshot)) throw new Error(`not a snapshot: ${base.snapshot}`);
   return [
-    base.snapshot,
-    base.relationConstraints.map(([o]) => o),
-    base.relationConstraints.map(([, n]) => n),
-    [...base.pending],
-    base.userTypes,
-    base.userFunctions,
+    `'${base.snapshot}'`,
+    intArray(base.relationConstraints.map(([o]) => o)),
+    intArray(base.relationConstraints.map(([, n]) => n)),
+    intArray(base.pending),
+    String(Math.trunc(base.userTypes)),
+    String(Math.trunc(base.userFunctions)),
+    intArray(base.systemUserCodeTypes),
   ];
 }
+
+/** Names the statements of an incremental read are prepared under on a catalog connection: the head, then each read. */
+const PREPARED = {
+  summary: 'pgwarden_catalog_summary',
+  reads: ['namespaces', 'relations', 'columns', 'constraints', 'types', 'functions'].map(
+    (r) => `pgwarden_catalog_${r}`,
+  ),
+} as const;
 
 const SNAPSHOT = /^\d+:\d+:(\d+(,\d+)*)?$/;
 
@@ -125,16 +137,20 @@ chg(oid) AS (
   UNION SELECT i.indrelid FROM pg_index i, b WHERE i.indrelid >= ${FIRST_NORMAL_OID} AND ${isNew('i.xmin')}
   UNION SELECT k.conrelid FROM pg_constraint k, b WHERE k.conrelid >= ${FIRST_NORMAL_OID} AND ${isNew('k.xmin')}
   UNION SELECT r.ev_class FROM pg_rewrite r, b WHERE r.ev_class >= ${FIRST_NORMAL_OID} AND ${isNew('r.xmin')}
-  UNION SELECT a.attrelid FROM pg_type t JOIN pg_attribute a ON a.atttypid = t.oid, b
-   WHERE t.oid >= ${FIRST_NORMAL_OID} AND a.attrelid >= ${FIRST_NORMAL_OID} AND ${isNew('t.xmin')}
+  UNION SELECT a.attrelid FROM pg_attribute a
+   WHERE a.attrelid >= ${FIRST_NORMAL_OID} AND a.atttypid >= ${FIRST_NORMAL_OID}
+     AND a.atttypid IN (SELECT t.oid FROM pg_type t, b WHERE t.oid >= ${FIRST_NORMAL_OID} AND ${isNew('t.xmin')})
   UNION SELECT r.ev_class FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
     LEFT JOIN pg_type t ON d.refclassid = 'pg_type'::regclass AND t.oid = d.refobjid
     LEFT JOIN pg_proc p ON d.refclassid = 'pg_proc'::regclass AND p.oid = d.refobjid, b
    WHERE r.ev_class >= ${FIRST_NORMAL_OID} AND d.refobjid >= ${FIRST_NORMAL_OID}
      AND (${isNew('t.xmin')} OR ${isNew('p.xmin')})
   UNION SELECT p.oid FROM prev p
-   WHERE p.n <> (SELECT count(*) FROM pg_index i WHERE i.indrelid = p.oid AND (i.indisunique OR i.indisexclusion))
-              + (SELECT count(*) FROM pg_constraint k WHERE k.conrelid = p.oid AND k.contype IN ('c', 'f'))
+    LEFT JOIN (SELECT i.indrelid AS oid, count(*) AS n FROM pg_index i
+                WHERE i.indisunique OR i.indisexclusion GROUP BY 1) ni ON ni.oid = p.oid
+    LEFT JOIN (SELECT k.conrelid AS oid, count(*) AS n FROM pg_constraint k
+                WHERE k.contype IN ('c', 'f') GROUP BY 1) nk ON nk.oid = p.oid
+   WHERE p.n <> coalesce(ni.n, 0) + coalesce(nk.n, 0)
   UNION SELECT unnest(${v.pending})
 ), dep(src, dst) AS (
   SELECT d.refobjid, r.ev_class FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass
@@ -166,93 +182,113 @@ function summaryColumns(v: BaseSql): string {
 }
 
 /**
+ * Transaction-local settings (`set_config(…, true)`) through which the head of an incremental
+ * read hands what changed to the reads after it in the same message: the search runs once, and
+ * the whole read is one round trip. They are undone with the read's transaction (or savepoint).
+ */
+const CHAIN = {
+  reread: 'pgwarden_catalog.reread',
+  types: 'pgwarden_catalog.types_changed',
+  functions: 'pgwarden_catalog.functions_changed',
+  systemUserCode: 'pgwarden_catalog.system_user_code',
+} as const;
+
+/**
  * The head read: server version, the login's path (taken before `SET LOCAL search_path`: it is
  * the login's own path with "$user" expanded and schemas that are missing or lack USAGE
  * dropped, 9.26 System Information Functions), temp schema, login, this read's snapshot and a
- * fingerprint of pg_cast; in an incremental read also the summary of what changed.
+ * fingerprint of pg_cast; in an incremental read also the summary of what changed, which it
+ * also sets as the {@link CHAIN} settings the reads after it filter on.
  */
 function head(v: BaseSql | undefined, throughProxy = false): string {
   const casts = throughProxy
     ? 'NULL::text'
     : `(SELECT md5(string_agg(oid::text || ':' || xmin::text, ',' ORDER BY oid)) FROM pg_cast)`;
-  return `${v ? `WITH RECURSIVE ${changed(v)}` : ''}
-SELECT current_setting('server_version_num')::int AS version, current_schemas(false)::text[] AS path,
+  const select = `SELECT current_setting('server_version_num')::int AS version, current_schemas(false)::text[] AS path,
        coalesce(nullif(pg_my_temp_schema(), 0)::regnamespace::text, '') AS temp, current_user::text AS login,
-       pg_current_snapshot()::text AS snapshot, ${casts} AS casts${v ? `,\n       ${summaryColumns(v)}` : ''}`;
+       pg_current_snapshot()::text AS snapshot, ${casts} AS casts`;
+  if (!v) return select;
+  return `WITH RECURSIVE ${changed(v)}
+SELECT h.*, concat(set_config('${CHAIN.reread}', h.reread::text, true),
+                   set_config('${CHAIN.types}', h.types_changed::text, true),
+                   set_config('${CHAIN.functions}', h.functions_changed::text, true),
+                   set_config('${CHAIN.systemUserCode}', ${v.systemUserCode}::text, true)) <> '' AS chained
+  FROM (${select},
+       ${summaryColumns(v)}) h`;
 }
 
 /**
- * The first statement of a two-step incremental read on a catalog connection: the head read
- * and the summary of what changed since the base whose values are its parameters
- * ({@link summaryParams}). Prepared once per connection, so the search is planned once.
+ * The head of an incremental read on a catalog connection, with the values of the base as its
+ * parameters $1…$7: prepared once per connection (`PREPARE … AS`), so the search is planned
+ * once, and run by `EXECUTE` as the first read of the message.
  */
 export const CHANGED_SUMMARY = head(PARAMS);
 
-/** CHANGED_SUMMARY with the values of `base` spelled out: for an in-band read (one Simple Query). */
+/** The head of an incremental read with the values of `base` spelled out (an in-band read, where nothing is prepared). */
 export function changeSummary(base: ReadBase): string {
   return head(literals(base));
 }
 
 /**
- * What the summary of an incremental read says changed (the head row's `reread`,
- * `types_changed` and `functions_changed`).
- */
-export interface ChangeSummary {
-  readonly reread: readonly number[];
-  readonly typesChanged: boolean;
-  readonly functionsChanged: boolean;
-}
-
-/**
  * The reads of one catalog read, without the transaction around them: one result set each,
- * SET LOCAL's empty one included ({@link RESULT} gives their order).
+ * SET LOCAL's empty one included ({@link RESULT} gives their order). They must run inside one
+ * transaction (or savepoint): an incremental read's head hands what changed to the others
+ * through transaction-local settings.
  * - Without `base`: everything.
- * - With `base` alone (one Simple Query, for an in-band read): objects below FIRST_NORMAL_OID
- *   are not read (the caller keeps them from the earlier read); the head reports what changed
- *   since (`reread`, `dropped`); relations, columns and constraints are read for the changed
- *   relations only; user types and functions are all read.
- * - With `base` and `summary` (the answer of {@link CHANGED_SUMMARY}): the same without the
- *   head read (its result set is an empty stand-in), without searching again, and user types
- *   and functions only when they changed.
+ * - With `base` (one message, one round trip): the head searches what changed since `base`
+ *   (`reread`, `dropped`, `types_changed`, `functions_changed`), once; objects below
+ *   FIRST_NORMAL_OID are not read (the caller keeps them from the earlier read); relations,
+ *   columns and constraints are read for the changed relations only; user types and functions
+ *   only when they changed. `headSql` replaces the head (an `EXECUTE` of a prepared
+ *   {@link CHANGED_SUMMARY}); by default it is {@link changeSummary}'s literal text.
  * `throughProxy` leaves out what a read through pgwarden itself (the MCP server's, as its key)
  * may not use: the lock check (pg_locks needs MANAGE) and the pg_cast fingerprint (a system
  * column); such a catalog is never a base for an incremental read.
  * Throws an Error when `base` holds a malformed snapshot or OID (it is spliced into the SQL).
  */
-export function catalogReads(base?: ReadBase, summary?: ChangeSummary, throughProxy = false): string {
+export function catalogReads(base?: ReadBase, headSql?: string, throughProxy = false): string {
   const v = base ? literals(base) : undefined;
-  const inline = v !== undefined && summary === undefined;
-  const withChanged = inline ? `${changed(v)},` : '';
-  const rr = summary ? `${intArray(summary.reread)}::oid[]` : '';
+  const [first, ...reads] = readStatements(base !== undefined, throughProxy);
+  return `\n${v ? (headSql ?? head(v)) : first};\n${reads.join(';\n')};\n`;
+}
+
+/**
+ * The statements of {@link catalogReads}, head first (a full read's; an incremental read's is
+ * {@link CHANGED_SUMMARY}), then SET LOCAL, then the reads. An incremental read's reads name no
+ * value of its base (they take what changed from the head's settings): they are the same text
+ * for every read, and can be prepared once.
+ */
+function readStatements(incremental: boolean, throughProxy: boolean): string[] {
+  const setting = (name: string) => `(SELECT current_setting('${name}'))`;
   /** A filter on relation OID `col`: every relation in a full read, the changed ones in an incremental one. */
-  const inScope = (col: string, b: ReadBase | undefined): string =>
-    !b ? 'true' : summary ? `${col} = ANY (${rr})` : `${col} IN (SELECT oid FROM rr)`;
-  const userOnly = (col: string) => (base ? `${col} >= ${FIRST_NORMAL_OID}` : 'true');
-  const systemUserCode = base ? intArray(base.systemUserCodeTypes) : `'{}'`;
-  /** Whether user types / functions are read: in a two-step read when they changed, else always. */
-  const when = (known: boolean | undefined): string => (summary ? String(known === true) : 'true');
+  const inScope = (col: string): string =>
+    incremental ? `${col} = ANY (${setting(CHAIN.reread)}::oid[])` : 'true';
+  const userOnly = (col: string) => (incremental ? `${col} >= ${FIRST_NORMAL_OID}` : 'true');
+  const systemUserCode = incremental ? setting(CHAIN.systemUserCode) : `'{}'`;
+  /** Whether user types / functions are read: in an incremental read when they changed, else always. */
+  const when = (name: string): string => (incremental ? `${setting(name)}::bool` : 'true');
   // After the head, `SET LOCAL search_path = pg_catalog` (undone by COMMIT), as pg_dump does, so
   // pg_get_viewdef / pg_get_expr / format_type schema-qualify every object outside pg_catalog and
   // the definitions read the same whatever path the analysis later runs under.
-  return `
-${summary ? 'SELECT 1 WHERE false' : head(inline ? v : undefined, throughProxy)};
-SET LOCAL search_path = pg_catalog;
-SELECT oid, nspname FROM pg_namespace;
-WITH RECURSIVE ${withChanged}${throughProxy ? 'blk AS (SELECT NULL::oid AS oid WHERE false)' : LOCKED}
-SELECT c.oid, n.nspname, c.relname, c.relkind::text AS relkind, ${inScope('c.oid', base)} AS reread,
+  return [
+    head(undefined, throughProxy),
+    'SET LOCAL search_path = pg_catalog',
+    'SELECT oid, nspname FROM pg_namespace',
+    `WITH RECURSIVE ${throughProxy ? 'blk AS (SELECT NULL::oid AS oid WHERE false)' : LOCKED}
+SELECT c.oid, n.nspname, c.relname, c.relkind::text AS relkind, ${inScope('c.oid')} AS reread,
        c.relkind IN ('v', 'm') AND c.oid IN (SELECT oid FROM blk) AS blocked,
-       CASE WHEN c.relkind IN ('v', 'm') AND ${inScope('c.oid', base)} AND c.oid NOT IN (SELECT oid FROM blk)
+       CASE WHEN c.relkind IN ('v', 'm') AND ${inScope('c.oid')} AND c.oid NOT IN (SELECT oid FROM blk)
             THEN pg_get_viewdef(c.oid) END AS def,
        c.reltype, c.relhassubclass, (SELECT t.typarray FROM pg_type t WHERE t.oid = c.reltype) AS relarray,
        ARRAY(SELECT i.inhparent FROM pg_inherits i WHERE i.inhrelid = c.oid ORDER BY i.inhseqno) AS parents
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
- WHERE c.relkind IN ${KINDS} AND ${userOnly('c.oid')} AND ${inScope('c.oid', base)};
-WITH RECURSIVE ${withChanged} uniq AS (
+ WHERE c.relkind IN ${KINDS} AND ${userOnly('c.oid')} AND ${inScope('c.oid')}`,
+    `WITH RECURSIVE uniq AS (
   -- Key columns of unique and exclusion indexes (every UNIQUE, PRIMARY KEY and EXCLUDE constraint
   -- has one); INCLUDE columns (position > indnkeyatts) do not take part in the uniqueness check.
   SELECT i.indrelid AS rel, k.attnum::int AS attnum
     FROM pg_index i, unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
-   WHERE (i.indisunique OR i.indisexclusion) AND k.ord <= i.indnkeyatts AND k.attnum > 0 AND ${inScope('i.indrelid', base)}
+   WHERE (i.indisunique OR i.indisexclusion) AND k.ord <= i.indnkeyatts AND k.attnum > 0 AND ${inScope('i.indrelid')}
   UNION
   -- Columns read by an index expression or a partial-index predicate: a write to them can also
   -- end in 23505/23P01. Read conservatively from the node tree: every Var's varattno (all Vars of
@@ -260,7 +296,7 @@ WITH RECURSIVE ${withChanged} uniq AS (
   SELECT i.indrelid, m[1]::int
     FROM pg_index i, regexp_matches(concat(i.indexprs::text, ' ', i.indpred::text), ':varattno (\\d+)', 'g') AS m
    WHERE (i.indisunique OR i.indisexclusion) AND (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)
-     AND ${inScope('i.indrelid', base)}
+     AND ${inScope('i.indrelid')}
 ), uniq_by_rel AS (
   SELECT rel, array_agg(attnum) AS atts FROM uniq GROUP BY rel
 ), gen_from AS (
@@ -272,7 +308,7 @@ WITH RECURSIVE ${withChanged} uniq AS (
      AND dep.refclassid = 'pg_class'::regclass AND dep.refobjid = d.adrelid
      AND dep.refobjsubid > 0 AND dep.refobjsubid <> d.adnum
     JOIN pg_attribute ra ON ra.attrelid = d.adrelid AND ra.attnum = dep.refobjsubid
-   WHERE ${inScope('d.adrelid', base)}
+   WHERE ${inScope('d.adrelid')}
    GROUP BY d.adrelid, d.adnum
 )
 SELECT a.attrelid AS rel, a.attname, a.attnum, a.atttypid, format_type(a.atttypid, a.atttypmod) AS typname,
@@ -285,10 +321,9 @@ SELECT a.attrelid AS rel, a.attname, a.attnum, a.atttypid, format_type(a.atttypi
   LEFT JOIN pg_attrdef d ON a.attgenerated <> '' AND d.adrelid = a.attrelid AND d.adnum = a.attnum
   LEFT JOIN gen_from g ON a.attgenerated <> '' AND g.rel = a.attrelid AND g.attnum = a.attnum
   LEFT JOIN uniq_by_rel u ON u.rel = a.attrelid
- WHERE a.attnum > 0 AND NOT a.attisdropped AND ${inScope('a.attrelid', base)}
- ORDER BY a.attrelid, a.attnum;
-${inline ? `WITH RECURSIVE ${changed(v)}` : ''}
-SELECT i.indrelid AS rel, CASE WHEN i.indisexclusion THEN 'exclusion' ELSE 'unique' END AS kind,
+ WHERE a.attnum > 0 AND NOT a.attisdropped AND ${inScope('a.attrelid')}
+ ORDER BY a.attrelid, a.attnum`,
+    `SELECT i.indrelid AS rel, CASE WHEN i.indisexclusion THEN 'exclusion' ELSE 'unique' END AS kind,
        ic.relname AS name,
        ARRAY(SELECT DISTINCT a FROM (
          SELECT k.attnum::int AS a FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
@@ -298,7 +333,7 @@ SELECT i.indrelid AS rel, CASE WHEN i.indisexclusion THEN 'exclusion' ELSE 'uniq
        ) x WHERE a >= 0) AS atts,
        NULL::text AS ref_schema, NULL::text AS ref_table, NULL::text[] AS ref_cols
   FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
- WHERE (i.indisunique OR i.indisexclusion) AND ${inScope('i.indrelid', base)}
+ WHERE (i.indisunique OR i.indisexclusion) AND ${inScope('i.indrelid')}
 UNION ALL
 SELECT c.conrelid, CASE c.contype WHEN 'c' THEN 'check' ELSE 'foreign' END, c.conname, c.conkey::int[],
        rn.nspname::text, rc.relname::text,
@@ -306,8 +341,8 @@ SELECT c.conrelid, CASE c.contype WHEN 'c' THEN 'check' ELSE 'foreign' END, c.co
                JOIN pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = k.attnum ORDER BY k.ord)
   FROM pg_constraint c
   LEFT JOIN pg_class rc ON rc.oid = c.confrelid LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
- WHERE c.contype IN ('c', 'f') AND c.conrelid <> 0 AND ${inScope('c.conrelid', base)};
-WITH RECURSIVE tt AS (
+ WHERE c.contype IN ('c', 'f') AND c.conrelid <> 0 AND ${inScope('c.conrelid')}`,
+    `WITH RECURSIVE tt AS (
   SELECT t.oid, t.typname, t.typcategory, t.typelem, t.typtype, t.typbasetype, t.typrelid, n.nspname
     FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
    WHERE n.nspname <> 'pg_toast' AND ${userOnly('t.oid')}
@@ -336,8 +371,8 @@ WITH RECURSIVE tt AS (
   SELECT e.parent, 'built on a type with user code' FROM uc u JOIN edges e ON e.child = u.oid
 )
 SELECT t.oid, t.nspname, t.typname, (SELECT min(u.why) FROM uc u WHERE u.oid = t.oid) AS why FROM tt t
- WHERE ${when(summary?.typesChanged)};
-SELECT p.oid, n.nspname, p.proname, p.proargtypes::text AS args, p.prorettype, p.proretset,
+ WHERE ${when(CHAIN.types)}`,
+    `SELECT p.oid, n.nspname, p.proname, p.proargtypes::text AS args, p.prorettype, p.proretset,
        p.provolatile::text AS provolatile, p.prokind::text AS prokind,
        -- The result columns in FROM: OUT/INOUT/TABLE parameters (unnamed ones columnN), else the
        -- attributes of a composite return type (build_function_result_tupdesc_t, 53.39 pg_proc).
@@ -359,8 +394,8 @@ SELECT p.oid, n.nspname, p.proname, p.proargtypes::text AS args, p.prorettype, p
        p.proargmodes IS NOT NULL AND p.proargmodes && '{o,b,t}'::"char"[] AS outparams
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
   LEFT JOIN pg_type rt ON rt.oid = p.prorettype
- WHERE ${userOnly('p.oid')} AND ${when(summary?.functionsChanged)};
-`;
+ WHERE ${userOnly('p.oid')} AND ${when(CHAIN.functions)}`,
+  ];
 }
 
 /** Indexes of {@link catalogReads}'s result sets (SET LOCAL also produces one). */
@@ -377,3 +412,38 @@ export const RESULT = {
 
 /** The reads of a full catalog read (no earlier read to compare with). */
 export const CATALOG_READS = catalogReads();
+
+/**
+ * What a catalog connection prepares once for its incremental reads: the PREPARE statements, as
+ * one message to run outside a transaction block. The head is prepared under the login's own
+ * search_path, the reads under `pg_catalog` alone, the path they run under (a plan prepared under
+ * another path would be made again at every run).
+ */
+export const PREPARE_INCREMENTAL = ((): string => {
+  const [, , ...reads] = readStatements(true, false);
+  const types = 'text, int8[], int[], int8[], int, int, int8[]';
+  return [
+    `PREPARE ${PREPARED.summary}(${types}) AS ${CHANGED_SUMMARY}`,
+    'BEGIN',
+    'SET LOCAL search_path = pg_catalog',
+    ...reads.map((r, i) => `PREPARE ${PREPARED.reads[i]} AS ${r}`),
+    'COMMIT;',
+  ].join(';\n');
+})();
+
+/** The names {@link PREPARE_INCREMENTAL} prepares (to find which a connection already has, in pg_prepared_statements). */
+export const PREPARED_NAMES: readonly string[] = [PREPARED.summary, ...PREPARED.reads];
+
+/**
+ * The reads of an incremental read on a catalog connection that ran {@link PREPARE_INCREMENTAL}:
+ * the same result sets as `catalogReads(base)`, each an `EXECUTE` of a prepared statement.
+ * Throws an Error when `base` holds a malformed snapshot or OID.
+ */
+export function preparedReads(base: ReadBase): string {
+  return [
+    `\nEXECUTE ${PREPARED.summary}(${summaryArgs(base).join(', ')})`,
+    'SET LOCAL search_path = pg_catalog',
+    ...PREPARED.reads.map((n) => `EXECUTE ${n}`),
+    '',
+  ].join(';\n');
+}

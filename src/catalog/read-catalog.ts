@@ -1,7 +1,7 @@
 // Reads one upstream database's Catalog (namespaces, relations, columns, views, functions, search_path) in one round trip.
 import type pg from 'pg';
 import { buildCatalog, NeedsFullRead, readBaseOf } from './build-catalog.js';
-import { CHANGED_SUMMARY, catalogReads, RESULT, summaryParams } from './catalog-reads.js';
+import { catalogReads, PREPARE_INCREMENTAL, PREPARED_NAMES, preparedReads, RESULT } from './catalog-reads.js';
 import type { Catalog } from './types.js';
 
 export { buildCatalog, catalogStamp, NeedsFullRead, type ResultRows, readBaseOf } from './build-catalog.js';
@@ -43,7 +43,8 @@ function readSql(reads: string): string {
  * Runs in one round trip (one simple-query message: BEGIN, the reads, COMMIT) under one
  * REPEATABLE READ, READ ONLY snapshot; ~40 ms on the demo database (211 relations, 3244
  * functions), of which ~16 ms is pg_get_viewdef over the system views; an incremental read
- * after a CREATE TABLE a few ms.
+ * after a CREATE TABLE a few ms (its statements are prepared on `client` once, as
+ * `pgwarden_catalog_*`, and run with generic plans).
  * Rejects with the server's error as pg raises it (DatabaseError, SQLSTATE in `code`: e.g.
  * `57014` query_canceled under statement_timeout, `40001` serialization_failure on a hot standby
  * in conflict), or with the connection's error, after a best-effort ROLLBACK that leaves
@@ -62,32 +63,33 @@ export async function readCatalog(
   const throughProxy = opts.throughProxy === true;
   const readBase = base ? readBaseOf(base) : undefined;
   if (readBase && base) {
-    // Two steps: what changed (a statement prepared once per connection, so the search is
-    // planned once), then only that, in one REPEATABLE READ snapshot. The summary's snapshot,
-    // taken first, is the new stamp: whatever changes in between is found by the next read.
-    const summary = await client.query({
-      name: 'pgwarden_catalog_changes',
-      text: CHANGED_SUMMARY,
-      values: summaryParams(readBase),
-    });
-    const row = summary.rows[0] as Record<string, unknown> | undefined;
-    if (!row) throw new Error('catalog read returned no summary');
-    const reads = catalogReads(
-      readBase,
-      {
-        reread: ((row.reread as string[] | null) ?? []).map(Number),
-        typesChanged: row.types_changed === true,
-        functionsChanged: row.functions_changed === true,
-      },
-      throughProxy,
-    );
+    // One message: the head (the search of what changed) hands its answer to the reads after it;
+    // every statement is prepared on this connection once, with a generic plan, so none is
+    // planned again.
+    if (!prepared.has(client)) await prepare(client);
+    prepared.add(client);
+    const sql = readSql(`SET LOCAL plan_cache_mode = force_generic_plan;${preparedReads(readBase)}`);
     try {
-      return build(await run(client, readSql(reads)), version, base, row);
+      return build(await run(client, sql), version, base);
     } catch (e) {
       if (!(e instanceof NeedsFullRead)) throw e;
     }
   }
   return build(await run(client, readSql(catalogReads(undefined, undefined, throughProxy))), version);
+}
+
+/** Connections that have the statements of {@link PREPARE_INCREMENTAL} (a prepared statement lasts as long as its session). */
+const prepared = new WeakSet<pg.ClientBase>();
+
+/** Prepares {@link PREPARE_INCREMENTAL} on `client`, after dropping what an earlier, interrupted attempt left. */
+async function prepare(client: pg.ClientBase): Promise<void> {
+  const r = await client.query<{ name: string }>(
+    'SELECT name FROM pg_prepared_statements WHERE name = ANY ($1::text[])',
+    [PREPARED_NAMES],
+  );
+  if (r.rows.length === PREPARED_NAMES.length) return;
+  const drop = r.rows.map((x) => `DEALLOCATE ${x.name};`).join('');
+  await run(client, `${drop}${PREPARE_INCREMENTAL}`);
 }
 
 async function run(client: pg.ClientBase, sql: string): Promise<pg.QueryResult[]> {
@@ -99,15 +101,11 @@ async function run(client: pg.ClientBase, sql: string): Promise<pg.QueryResult[]
   }
 }
 
-function build(
-  results: pg.QueryResult[],
-  version: number,
-  base?: Catalog,
-  summary?: Record<string, unknown>,
-): Catalog {
-  // BEGIN and COMMIT produce a result set each around the reads.
-  if (!Array.isArray(results) || results.length !== RESULT.count + 2) {
+/** `results`: BEGIN's, the reads' (SET LOCAL plan_cache_mode's first in an incremental read), COMMIT's. */
+function build(results: pg.QueryResult[], version: number, base?: Catalog): Catalog {
+  const extra = base ? 1 : 0;
+  if (!Array.isArray(results) || results.length !== RESULT.count + 2 + extra) {
     throw new Error(`catalog read returned ${Array.isArray(results) ? results.length : 1} results`);
   }
-  return buildCatalog(results.slice(1, -1), version, base, summary);
+  return buildCatalog(results.slice(1 + extra, -1), version, base);
 }

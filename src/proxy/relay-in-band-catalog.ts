@@ -4,7 +4,6 @@ import {
   buildCatalog,
   CATALOG_READS,
   catalogReads,
-  changeSummary,
   NeedsFullRead,
   RESULT,
   type ResultRows,
@@ -53,37 +52,22 @@ export abstract class InBandCatalogRelay extends RelayCore {
     const limits = `SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '200ms', true);`;
     const iso = `SELECT current_setting('transaction_isolation') AS iso;`;
     const readBase = base ? readBaseOf(base) : undefined;
-    // Incremental: first what changed (searched once), then only that, as on the catalog connection.
-    let summary: Record<string, unknown> | undefined;
-    let reads = CATALOG_READS;
-    let first = '';
-    if (readBase) {
-      const got = await this.internalRows(`${open}${limits}${changeSummary(readBase)};`);
-      summary = got?.[2]?.rows[0] as Record<string, unknown> | undefined;
-      if (!summary) {
-        // A read that failed half-way leaves a transaction open (idle) or aborted (inside the
-        // client's): put the session back as it was before answering.
-        this.cleanUpInternal(inTx);
-        return null;
-      }
-      reads = catalogReads(readBase, {
-        reread: ((summary.reread as string[] | null) ?? []).map(Number),
-        typesChanged: summary.types_changed === true,
-        functionsChanged: summary.functions_changed === true,
-      });
-    } else first = `${open}${limits}`;
-    const results = await this.internalRows(`${first}${reads}${iso}${close}`);
+    // One round trip: incremental (the head searches what changed and hands it to the reads
+    // after it, see catalogReads), or everything when there is no base.
+    const reads = readBase ? catalogReads(readBase) : CATALOG_READS;
+    const results = await this.internalRows(`${open}${limits}${reads}${iso}${close}`);
     if (!results) {
+      // A read that failed half-way leaves a transaction open (idle) or aborted (inside the
+      // client's): put the session back as it was before answering.
       this.cleanUpInternal(inTx);
       return null;
     }
     try {
-      const skip = readBase ? 0 : 2;
-      const got = results.slice(skip, skip + RESULT.count);
-      const level = (results[skip + RESULT.count]?.rows[0] as { iso?: string } | undefined)?.iso;
+      const got = results.slice(2, 2 + RESULT.count);
+      const level = (results[2 + RESULT.count]?.rows[0] as { iso?: string } | undefined)?.iso;
       if (level !== 'read committed')
         throw new Error(`transaction isolation ${level}: catalog rows would be stale`);
-      return buildCatalog(got, version, readBase ? base : undefined, summary);
+      return buildCatalog(got, version, readBase ? base : undefined);
     } catch (e) {
       // A change the incremental read cannot apply: read everything (the connection is free again).
       if (e instanceof NeedsFullRead) return this.readInBandCatalog(version);

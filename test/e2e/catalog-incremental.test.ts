@@ -136,6 +136,34 @@ describe('incremental catalog reads', () => {
     await step('CREATE SCHEMA other; CREATE TABLE other.o (k int)');
   });
 
+  it('is one query message that reads again only the relations the DDL touched', async () => {
+    const reader = await connect(DB);
+    try {
+      let base = await readCatalog(reader, 200);
+      await readCatalog(reader, 201, base); // the first incremental read prepares its statements
+      const sent: string[] = [];
+      const query = reader.query.bind(reader) as (...a: unknown[]) => Promise<unknown>;
+      (reader as unknown as { query: (...a: unknown[]) => Promise<unknown> }).query = (...a: unknown[]) => {
+        sent.push(String(typeof a[0] === 'string' ? a[0] : (a[0] as { text: string }).text));
+        return query(...a);
+      };
+      base = await readCatalog(reader, 202, base);
+      await client.query('ALTER TABLE app2.people ADD COLUMN touched int');
+      sent.length = 0;
+      const inc = await readCatalog(reader, 203, base);
+      expect(sent.length).toBe(1);
+      expect(inc.relations.get('app2.people')?.columns.map((c) => c.name)).toContain('touched');
+      // Re-read: the table and the view that reads it; everything else is the earlier object.
+      const reread = [...inc.relations].filter(([k, r]) => base.relations.get(k) !== r).map(([k]) => k);
+      expect(reread.sort()).toEqual(['app2.people', 'app2.user_contacts']);
+      // System functions are kept from the earlier read, never read again.
+      expect(inc.functions.get('pg_catalog.now')?.[0]).toBe(base.functions.get('pg_catalog.now')?.[0]);
+      await client.query('ALTER TABLE app2.people DROP COLUMN touched');
+    } finally {
+      await reader.end();
+    }
+  });
+
   it('is cheaper than a full read (timings logged)', async () => {
     const times = { full: [] as number[], incremental: [] as number[] };
     for (let i = 0; i < 5; i++) {
