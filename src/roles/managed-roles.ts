@@ -105,6 +105,10 @@ interface DatabaseState {
   /** What the last successful sync was computed from (policy version, catalog digest), and when. */
   synced: { key: string; at: number } | undefined;
   retry: NodeJS.Timeout | undefined;
+  /** The administration connection, kept open between uses (issue 15: no connect per grant sync). */
+  adminConn: Promise<pg.Client> | undefined;
+  /** Uses of the administration connection run one after another. */
+  adminChain: Promise<unknown>;
 }
 
 /** What {@link ManagedRoles} needs from the proxy. */
@@ -157,6 +161,8 @@ export class ManagedRoles {
         settled: Promise.resolve(),
         synced: undefined,
         retry: undefined,
+        adminConn: undefined,
+        adminChain: Promise.resolve(),
       };
       await this.admin(state, async (c) => {
         const problem = await checkAdministrationLogin(c, isUnmanagedSchema);
@@ -184,7 +190,10 @@ export class ManagedRoles {
   /** Stops the timers (the proxy is closing). */
   close(): void {
     clearInterval(this.sweeper);
-    for (const s of this.dbs.values()) clearTimeout(s.retry);
+    for (const s of this.dbs.values()) {
+      clearTimeout(s.retry);
+      this.dropAdmin(s);
+    }
   }
 
   /**
@@ -376,15 +385,54 @@ export class ManagedRoles {
     return run;
   }
 
-  private async admin<T>(state: DatabaseState, f: (c: pg.Client) => Promise<T>): Promise<T> {
-    const c = new pg.Client({ connectionString: state.adminUrl, connectionTimeoutMillis: 10_000 });
-    c.on('error', () => {});
-    await c.connect();
-    try {
-      return await f(c);
-    } finally {
-      await c.end().catch(() => {});
-    }
+  /**
+   * Runs `f` on the database's administration connection (opened on first use, kept open, opened
+   * again after it breaks), one use at a time. A use that fails is followed by a ROLLBACK, so the
+   * next one never starts inside its transaction; a connection that cannot take it is dropped.
+   */
+  private admin<T>(state: DatabaseState, f: (c: pg.Client) => Promise<T>): Promise<T> {
+    const run = state.adminChain
+      .catch(() => {})
+      .then(async () => {
+        const c = await this.adminClient(state);
+        try {
+          return await f(c);
+        } catch (e) {
+          await c.query('ROLLBACK').catch(() => this.dropAdmin(state));
+          throw e;
+        }
+      });
+    state.adminChain = run.catch(() => {});
+    return run;
+  }
+
+  private adminClient(state: DatabaseState): Promise<pg.Client> {
+    if (state.adminConn) return state.adminConn;
+    const c = new pg.Client({
+      connectionString: state.adminUrl,
+      connectionTimeoutMillis: 10_000,
+      application_name: 'pgwarden admin',
+    });
+    const conn = c.connect().then(
+      () => c,
+      (e: unknown) => {
+        if (state.adminConn === conn) state.adminConn = undefined;
+        throw e;
+      },
+    );
+    const lost = () => {
+      if (state.adminConn === conn) state.adminConn = undefined;
+    };
+    c.on('error', lost);
+    c.on('end', lost);
+    state.adminConn = conn;
+    return conn;
+  }
+
+  private dropAdmin(state: DatabaseState): void {
+    const conn = state.adminConn;
+    state.adminConn = undefined;
+    conn?.then((c) => c.end()).catch(() => {});
   }
 
   private async ensureRoles(
