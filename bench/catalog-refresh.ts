@@ -1,4 +1,4 @@
-// What DDL costs through pgwarden (issue 15): the statement after a CREATE TABLE, DDL in a transaction on a table a view reads, other sessions meanwhile, full and incremental catalog reads.
+// What DDL costs through pgwarden (issue 15): the statement after a CREATE TABLE (roles managed and single), DDL in a transaction on a table a view reads, other sessions meanwhile, full and incremental catalog reads.
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -60,8 +60,16 @@ async function main(): Promise<void> {
       PGWARDEN_UPSTREAM_PORT: String(server.port),
       PGWARDEN_UPSTREAM_PASSWORD: DEMO_APP_PASSWORD,
     };
-    const config = parseConfig(YAML.stringify(raw), path.join(DEMO_DIR, 'pgwarden.yaml'), env);
-    const proxy = await startProxy(config, pino({ level: 'silent' }));
+    const demo = raw.databases as Record<string, Record<string, unknown>>;
+    const start = (roles: 'managed' | 'single') => {
+      (demo.demo as Record<string, unknown>).roles = roles;
+      const config = parseConfig(YAML.stringify(raw), path.join(DEMO_DIR, 'pgwarden.yaml'), env);
+      return startProxy(config, pino({ level: 'silent' }));
+    };
+    const rows: string[] = [];
+    // roles: single first (its own proxy), then the demo's roles: managed for everything else.
+    const single = await start('single');
+    let proxy = single;
     const url = (u: string) => `postgres://${u}:${u}@127.0.0.1:${proxy.address.port}/demo`;
     const client = async (u?: string) => {
       const c = u ? new pg.Client({ connectionString: url(u) }) : new pg.Client({ ...app, database: 'demo' });
@@ -69,18 +77,41 @@ async function main(): Promise<void> {
       await c.query('SELECT 1');
       return c;
     };
-    const rows: string[] = [];
     try {
-      for (const inTx of [false, true]) {
-        const d = await client();
-        const p = await client('dba');
-        const [dc, dn, dl] = await afterCreate(d, inTx);
-        const [pc, pn, pl] = await afterCreate(p, inTx);
-        await Promise.all([d.end(), p.end()]);
-        const where = inTx ? 'in a transaction' : 'autocommit';
-        rows.push(`| CREATE TABLE, ${where} | ${dc.toFixed(1)} | ${pc.toFixed(1)} |`);
-        rows.push(`| the statement after it, ${where} | ${dn.toFixed(1)} | ${pn.toFixed(1)} |`);
-        rows.push(`| the one after that, ${where} | ${dl.toFixed(1)} | ${pl.toFixed(1)} |`);
+      for (const roles of ['single', 'managed'] as const) {
+        if (roles === 'managed') {
+          await single.close(200);
+          proxy = await start('managed');
+        }
+        for (const inTx of [false, true]) {
+          const d = await client();
+          const p = await client('dba');
+          const [dc, dn, dl] = await afterCreate(d, inTx);
+          const [pc, pn, pl] = await afterCreate(p, inTx);
+          await Promise.all([d.end(), p.end()]);
+          const where = `${inTx ? 'in a transaction' : 'autocommit'}, roles: ${roles}`;
+          rows.push(`| CREATE TABLE, ${where} | ${dc.toFixed(1)} | ${pc.toFixed(1)} |`);
+          rows.push(`| the statement after it, ${where} | ${dn.toFixed(1)} | ${pn.toFixed(1)} |`);
+          rows.push(`| the one after that, ${where} | ${dl.toFixed(1)} | ${pl.toFixed(1)} |`);
+        }
+        // Another session (alice: a set login under roles: managed, whose grants follow the DDL)
+        // naming the table the moment dba's CREATE TABLE returns.
+        const [dba, alice] = [await client('dba'), await client('alice')];
+        const [dd, da] = [await client(), await client()];
+        const other = async (maker: pg.Client, reader: pg.Client): Promise<number> => {
+          const xs: number[] = [];
+          for (let i = 0; i < ROUNDS; i++) {
+            await maker.query(`CREATE TABLE bench_o_${i} (id int PRIMARY KEY, v text)`);
+            xs.push(await timed(() => reader.query(`SELECT id, v FROM bench_o_${i}`)));
+            await maker.query(`DROP TABLE bench_o_${i}`);
+          }
+          return median(xs);
+        };
+        const [od, op] = [await other(dd, da), await other(dba, alice)];
+        await Promise.all([dba.end(), alice.end(), dd.end(), da.end()]);
+        rows.push(
+          `| another user's first statement on it, roles: ${roles} | ${od.toFixed(1)} | ${op.toFixed(1)} |`,
+        );
       }
       // The issue's repro: BEGIN; ALTER TABLE users (a view reads it); SELECT 1; and another session meanwhile.
       const mig = await client('dba');
