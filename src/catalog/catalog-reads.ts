@@ -224,11 +224,6 @@ SELECT h.*, concat(set_config('${CHAIN.reread}', h.reread::text, true),
  */
 export const CHANGED_SUMMARY = head(PARAMS);
 
-/** The head of an incremental read with the values of `base` spelled out (an in-band read, where nothing is prepared). */
-export function changeSummary(base: ReadBase): string {
-  return head(literals(base));
-}
-
 /**
  * The reads of one catalog read, without the transaction around them: one result set each,
  * SET LOCAL's empty one included ({@link RESULT} gives their order). They must run inside one
@@ -239,17 +234,16 @@ export function changeSummary(base: ReadBase): string {
  *   (`reread`, `dropped`, `types_changed`, `functions_changed`), once; objects below
  *   FIRST_NORMAL_OID are not read (the caller keeps them from the earlier read); relations,
  *   columns and constraints are read for the changed relations only; user types and functions
- *   only when they changed. `headSql` replaces the head (an `EXECUTE` of a prepared
- *   {@link CHANGED_SUMMARY}); by default it is {@link changeSummary}'s literal text.
+ *   only when they changed. The head has the values of `base` spelled out (an in-band read,
+ *   where nothing is prepared; a catalog connection runs {@link preparedReads} instead).
  * `throughProxy` leaves out what a read through pgwarden itself (the MCP server's, as its key)
  * may not use: the lock check (pg_locks needs MANAGE) and the pg_cast fingerprint (a system
  * column); such a catalog is never a base for an incremental read.
  * Throws an Error when `base` holds a malformed snapshot or OID (it is spliced into the SQL).
  */
-export function catalogReads(base?: ReadBase, headSql?: string, throughProxy = false): string {
-  const v = base ? literals(base) : undefined;
+export function catalogReads(base?: ReadBase, throughProxy = false): string {
   const [first, ...reads] = readStatements(base !== undefined, throughProxy);
-  return `\n${v ? (headSql ?? head(v)) : first};\n${reads.join(';\n')};\n`;
+  return `\n${base ? head(literals(base)) : first};\n${reads.join(';\n')};\n`;
 }
 
 /**

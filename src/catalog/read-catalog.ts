@@ -5,7 +5,7 @@ import { catalogReads, PREPARE_INCREMENTAL, PREPARED_NAMES, preparedReads, RESUL
 import type { Catalog } from './types.js';
 
 export { buildCatalog, catalogStamp, NeedsFullRead, type ResultRows, readBaseOf } from './build-catalog.js';
-export { CATALOG_READS, catalogReads, changeSummary, RESULT } from './catalog-reads.js';
+export { CATALOG_READS, catalogReads, RESULT } from './catalog-reads.js';
 
 // The whole read is one simple-query message: one round trip, and one REPEATABLE READ snapshot so
 // that relations, columns and functions describe the same moment even under concurrent DDL.
@@ -75,7 +75,7 @@ export async function readCatalog(
       if (!(e instanceof NeedsFullRead)) throw e;
     }
   }
-  return build(await run(client, readSql(catalogReads(undefined, undefined, throughProxy))), version);
+  return build(await run(client, readSql(catalogReads(undefined, throughProxy))), version);
 }
 
 /** Connections that have the statements of {@link PREPARE_INCREMENTAL} (a prepared statement lasts as long as its session). */
