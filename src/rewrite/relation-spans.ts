@@ -76,3 +76,14 @@ export function fromItemSpan(
   if (!s || !e) return null;
   return { span: { start: s.start, end: e.end }, only, tableKeyword };
 }
+
+/** The end byte of the ColumnRef whose first token starts at byte `location`, with `n` fields; null when the tokens do not match. */
+export function columnRefEnd(tokens: readonly Token[], location: number, n: number): number | null {
+  let i = tokenAt(tokens, location);
+  if (i < 0) return null;
+  for (let f = 1; f < n; f++) {
+    if (tokens[i + 1]?.text !== '.') return null;
+    i += 2;
+  }
+  return tokens[i]?.end ?? null;
+}

@@ -2,18 +2,10 @@
 import type { CatalogRelation } from '../catalog/types.js';
 import type { Edit, RewriteRefusal } from './edits.js';
 import { MASK_CONSTANT } from './masking-subquery.js';
+import { columnRefEnd } from './relation-spans.js';
 import type { Token } from './sql-tokens.js';
-import { quoteIdent, tokenAt } from './sql-tokens.js';
-import type { FoundDml, Obj } from './tree-walk.js';
-
-function fieldNames(ref: Obj): (string | '*')[] {
-  const fields = Array.isArray(ref.fields) ? (ref.fields as Obj[]) : [];
-  return fields.map((f) => {
-    if (f && 'A_Star' in f) return '*';
-    const s = (f?.String as Obj | undefined)?.sval;
-    return typeof s === 'string' ? s : '';
-  });
-}
+import { quoteIdent } from './sql-tokens.js';
+import { columnRefFields, type FoundDml, type Obj } from './tree-walk.js';
 
 /** Every ColumnRef under `v` (subqueries included: they may be correlated to the target). */
 function columnRefs(v: unknown, out: Obj[] = []): Obj[] {
@@ -25,17 +17,6 @@ function columnRefs(v: unknown, out: Obj[] = []): Obj[] {
     }
   }
   return out;
-}
-
-/** The end byte of the ColumnRef whose first token starts at `location`, with `n` fields. */
-function refEnd(tokens: readonly Token[], location: number, n: number): number | null {
-  let i = tokenAt(tokens, location);
-  if (i < 0) return null;
-  for (let f = 1; f < n; f++) {
-    if (tokens[i + 1]?.text !== '.') return null;
-    i += 2;
-  }
-  return tokens[i]?.end ?? null;
 }
 
 /**
@@ -83,20 +64,20 @@ export function returningEdits(
     const ref = val?.ColumnRef as Obj | undefined;
     const location = typeof ref?.location === 'number' ? ref.location : -1;
     if (ref) {
-      const f = fieldNames(ref);
+      const f = columnRefFields(ref);
       const last = f[f.length - 1];
       const qual = f.length >= 2 ? f[f.length - 2] : undefined;
       const onTarget = f.length === 1 || (f.length === 2 && qual === refname);
       if (f.length > 2 && qual === rel.name) return refuse('with a schema-qualified column', location);
       if (onTarget && last === '*') {
         if (f.length === 1 && dml.otherItems) return refuse('* with FROM or USING items', location);
-        const end = refEnd(tokens, location, f.length);
+        const end = columnRefEnd(tokens, location, f.length);
         if (end === null) return refuse('text pgwarden could not read', location);
         edits.push({ start: location, end, text: expand(f.length === 2 ? refname : null) });
         continue;
       }
       if (onTarget && last !== undefined && hidden.has(last)) {
-        const end = refEnd(tokens, location, f.length);
+        const end = columnRefEnd(tokens, location, f.length);
         if (end === null) return refuse('text pgwarden could not read', location);
         edits.push({
           start: location,
@@ -112,7 +93,7 @@ export function returningEdits(
       continue;
     }
     for (const inner of columnRefs(val)) {
-      const f = fieldNames(inner);
+      const f = columnRefFields(inner);
       const last = f[f.length - 1] ?? '';
       const at = typeof inner.location === 'number' ? inner.location : -1;
       const qual = f.length >= 2 ? f[f.length - 2] : undefined;

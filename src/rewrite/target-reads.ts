@@ -3,8 +3,9 @@ import type { CatalogRelation } from '../catalog/types.js';
 import type { ColumnUse } from '../sql/analysis-types.js';
 import type { Edit, RewriteRefusal } from './edits.js';
 import { MASK_CONSTANT } from './masking-subquery.js';
-import { type Token, tokenAt } from './sql-tokens.js';
-import type { FoundWrite, Obj } from './tree-walk.js';
+import { columnRefEnd } from './relation-spans.js';
+import type { Token } from './sql-tokens.js';
+import { columnRefFields, type FoundWrite, type Obj } from './tree-walk.js';
 
 /**
  * Keys of a write node that hold no read of the target's row: the target itself, RETURNING
@@ -22,15 +23,6 @@ const NOT_READING: Readonly<Record<FoundWrite['kind'], ReadonlySet<string>>> = {
   InsertStmt: new Set(['relation', 'returningList', 'withClause', 'cols', 'selectStmt', 'infer']),
   MergeStmt: new Set(['relation', 'withClause', 'sourceRelation']),
 };
-
-function fieldNames(ref: Obj): (string | '*')[] {
-  const fields = Array.isArray(ref.fields) ? (ref.fields as Obj[]) : [];
-  return fields.map((f) => {
-    if (f && 'A_Star' in f) return '*';
-    const s = (f?.String as Obj | undefined)?.sval;
-    return typeof s === 'string' ? s : '';
-  });
-}
 
 /** Every ColumnRef under the reading keys of `write` (its subqueries included: they may be correlated). */
 function readingColumnRefs(write: FoundWrite): Obj[] {
@@ -54,17 +46,6 @@ function readingColumnRefs(write: FoundWrite): Obj[] {
   };
   for (const [k, c] of Object.entries(write.node)) if (!skip.has(k)) visit(c, k, false);
   return out;
-}
-
-/** The end byte of the ColumnRef whose first token starts at `location`, with `n` fields. */
-function refEnd(tokens: readonly Token[], location: number, n: number): number | null {
-  let i = tokenAt(tokens, location);
-  if (i < 0) return null;
-  for (let f = 1; f < n; f++) {
-    if (tokens[i + 1]?.text !== '.') return null;
-    i += 2;
-  }
-  return tokens[i]?.end ?? null;
 }
 
 /**
@@ -109,7 +90,7 @@ export function targetReadEdits(
   const edits: Edit[] = [];
   for (const ref of readingColumnRefs(write)) {
     const location = typeof ref.location === 'number' ? ref.location : -1;
-    const f = fieldNames(ref);
+    const f = columnRefFields(ref);
     const last = f[f.length - 1] ?? '';
     const qual = f.length >= 2 ? f[f.length - 2] : undefined;
     const at = location >= 0 ? (byLocation.get(toChar(location)) ?? []) : [];
@@ -129,7 +110,7 @@ export function targetReadEdits(
         return refuse(`A reference to column ${last}`, location);
       continue;
     }
-    const end = refEnd(tokens, location, f.length);
+    const end = columnRefEnd(tokens, location, f.length);
     if (end === null) return refuse('Text pgwarden could not read in a reference', location);
     edits.push({ start: location, end, text: `(${MASK_CONSTANT})` });
   }

@@ -141,3 +141,13 @@ function noteColumnRef(o: Obj, found: Found): void {
   if (names.length >= 3)
     found.qualifiedColumnRefs.push([names[names.length - 3] ?? '', names[names.length - 2] ?? '']);
 }
+
+/** The fields of a ColumnRef as names (`'*'` for A_Star, `''` for anything else). */
+export function columnRefFields(ref: Obj): (string | '*')[] {
+  const fields = Array.isArray(ref.fields) ? (ref.fields as Obj[]) : [];
+  return fields.map((f) => {
+    if (f && 'A_Star' in f) return '*';
+    const s = (f?.String as Obj | undefined)?.sval;
+    return typeof s === 'string' ? s : '';
+  });
+}
