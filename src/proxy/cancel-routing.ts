@@ -9,9 +9,10 @@ import type { CancelRegistry } from './cancel-registry.js';
  * What became of a CancelRequest: canceled here (`local`), handed to the sibling worker that owns
  * the key (`worker`), forwarded to the fleet instance that owns it (`peer`), or dropped: the key
  * names this process but is unknown (`unknown`, as PostgreSQL ignores a wrong key), it may not be
- * forwarded again (`ttl-exhausted`), or no live instance holds its slot (`no-peer`).
+ * forwarded again (`ttl-exhausted`), no live instance holds its slot (`no-peer`), or
+ * MAX_FORWARDS_IN_FLIGHT forwards are already under way (`busy`).
  */
-export type CancelOutcome = 'local' | 'worker' | 'peer' | 'unknown' | 'ttl-exhausted' | 'no-peer';
+export type CancelOutcome = 'local' | 'worker' | 'peer' | 'unknown' | 'ttl-exhausted' | 'no-peer' | 'busy';
 
 /** Where a key that is not this process's can go. Each part is optional (no workers, no fleet). */
 export interface CancelRoutes {
@@ -25,6 +26,13 @@ export interface CancelRoutes {
 
 /** How long a forwarded CancelRequest may take (connect, send, the peer's close), ms. */
 export const FORWARD_TIMEOUT_MS = 2000;
+/**
+ * Forwards one process runs at once. A CancelRequest needs no login, so without a bound a flood
+ * of forged keys naming a live peer's slot would open a connection each, for up to
+ * FORWARD_TIMEOUT_MS; beyond it a request is dropped, as PostgreSQL drops a cancel it cannot serve.
+ */
+export const MAX_FORWARDS_IN_FLIGHT = 64;
+let forwardsInFlight = 0;
 
 /**
  * Serves the CancelRequest `(processId, secretKey)`: a key this process holds is canceled here
@@ -32,7 +40,7 @@ export const FORWARD_TIMEOUT_MS = 2000;
  * the secret, and never routes on); a key of another fleet slot is forwarded as a CancelRequest
  * to that instance's advertised address, the TTL bits of its process ID lowered by one
  * (cancel-key.ts: three forwards at most, so a stale fleet table can never make it loop), and
- * never to this instance's own address.
+ * never to this instance's own address; at most MAX_FORWARDS_IN_FLIGHT at once (`busy` beyond).
  * The peer checks the secret itself: the secret key is the bearer credential, as in PostgreSQL,
  * and it is never logged. Resolves once the request is handed on (forwarded: once the peer closed,
  * or after FORWARD_TIMEOUT_MS); never rejects.
@@ -57,10 +65,16 @@ export async function routeCancel(
   }
   if (owner.slot === 0 || !routes.peerAddress) return 'no-peer';
   if (keyTtl(processId) === 0) return 'ttl-exhausted';
-  const address = await routes.peerAddress(owner.slot).catch(() => undefined);
-  if (address === undefined || address === routes.selfAddress?.()) return 'no-peer';
-  await forwardCancel(address, decrementTtl(processId), secretKey);
-  return 'peer';
+  if (forwardsInFlight >= MAX_FORWARDS_IN_FLIGHT) return 'busy';
+  forwardsInFlight++;
+  try {
+    const address = await routes.peerAddress(owner.slot).catch(() => undefined);
+    if (address === undefined || address === routes.selfAddress?.()) return 'no-peer';
+    await forwardCancel(address, decrementTtl(processId), secretKey);
+    return 'peer';
+  } finally {
+    forwardsInFlight--;
+  }
 }
 
 /**

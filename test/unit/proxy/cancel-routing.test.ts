@@ -10,7 +10,7 @@ import {
   MAX_WORKER,
 } from '../../../src/proxy/cancel-key.js';
 import { CancelRegistry } from '../../../src/proxy/cancel-registry.js';
-import { routeCancel } from '../../../src/proxy/cancel-routing.js';
+import { MAX_FORWARDS_IN_FLIGHT, routeCancel } from '../../../src/proxy/cancel-routing.js';
 
 /** A TCP listener that records each 16-byte CancelRequest it gets as [processId, secretKey]. */
 async function cancelSink(): Promise<{ address: string; got: [number, number][]; close(): void }> {
@@ -126,6 +126,38 @@ describe('routeCancel', () => {
       sink.close();
     }
   });
+
+  test(`at most ${MAX_FORWARDS_IN_FLIGHT} forwards at once: a flood of forged keys for a live peer is dropped beyond it`, async () => {
+    // A peer that accepts and never closes: each forward stays in flight until its timeout.
+    const held: net.Socket[] = [];
+    const server = net.createServer((sock) => held.push(sock));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as net.AddressInfo;
+    try {
+      const reg = new CancelRegistry(() => ({ slot: 1, worker: 0 }));
+      const routes = { peerAddress: async () => `127.0.0.1:${port}`, selfAddress: () => '127.0.0.1:1' };
+      const pid = encodeProcessId({ slot: 2, worker: 0 }, 77);
+      const flood = Array.from({ length: MAX_FORWARDS_IN_FLIGHT + 20 }, (_, i) =>
+        routeCancel(reg, routes, pid, i),
+      );
+      const outcomes = await Promise.all(flood);
+      expect(outcomes.filter((o) => o === 'busy').length).toBe(20);
+      expect(outcomes.filter((o) => o === 'peer').length).toBe(MAX_FORWARDS_IN_FLIGHT);
+      expect(held.length).toBeLessThanOrEqual(MAX_FORWARDS_IN_FLIGHT);
+      // Once they are done, forwarding works again.
+      const sink = await cancelSink();
+      try {
+        expect(await routeCancel(reg, { ...routes, peerAddress: async () => sink.address }, pid, 1)).toBe(
+          'peer',
+        );
+      } finally {
+        sink.close();
+      }
+    } finally {
+      for (const sock of held) sock.destroy();
+      server.close();
+    }
+  }, 20_000);
 
   test('instances whose fleet table points back at each other stop after three forwards', async () => {
     // Two "instances" that each believe the key's slot lives at the other: a loop the TTL ends.
