@@ -1,10 +1,10 @@
-// pgcli (Debian's 3.5.0) through pgwarden: its start-up completion metadata, \dt and \d as a MANAGE user compared with direct; alice's masks.
+// pgcli (Debian's 3.5.0) through pgwarden: its start-up completion metadata, \dt and \d as a MANAGE user compared with direct, a migration in a transaction on a table a view reads; alice's masks.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { appUrl } from '../helpers/drivers/tools.js';
+import { appClient, appUrl } from '../helpers/drivers/tools.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-pgcli-'));
@@ -48,11 +48,23 @@ function pgcli(url: string, input: string): Promise<{ stdout: string; stderr: st
 }
 
 let proxy: TestProxy;
+/** A table of this suite's own in the demo database, read by a view (what the migration alters). */
+const TABLE = `pgcli_items_${process.pid}`;
 beforeAll(async () => {
   proxy = await startTestProxy();
+  const app = await appClient('demo');
+  await app
+    .query(
+      `CREATE TABLE ${TABLE} (id int PRIMARY KEY, name text NOT NULL);
+       CREATE VIEW ${TABLE}_names AS SELECT id, name FROM ${TABLE};
+       INSERT INTO ${TABLE} VALUES (1, 'apple'), (2, 'pear');`,
+    )
+    .finally(() => app.end());
 });
 afterAll(async () => {
   await proxy?.close();
+  const app = await appClient('demo');
+  await app.query(`DROP TABLE IF EXISTS ${TABLE} CASCADE`).finally(() => app.end());
   fs.rmSync(home, { recursive: true, force: true });
 });
 
@@ -65,6 +77,29 @@ describe('pgcli 3.5 through pgwarden', () => {
     expect(direct.stderr).not.toMatch(/Traceback|Exception|error/i);
     expect(through.stderr).not.toMatch(/Traceback|Exception|error/i);
     expect(direct.stdout).toContain('| public | users');
+    expect(through.stdout).toBe(direct.stdout);
+  }, 120_000);
+
+  test('dba (MANAGE): a migration up and down in a transaction on a table a view reads, as direct', async () => {
+    const migration = [
+      'begin;',
+      `alter table ${TABLE} add column note text default 'n';`,
+      `create index ${TABLE}_note on ${TABLE} (note);`,
+      `select id, note from ${TABLE} order by id;`,
+      `select count(*) from ${TABLE}_names;`,
+      `\\d ${TABLE}`,
+      'commit;',
+      'begin;',
+      `drop index ${TABLE}_note;`,
+      `alter table ${TABLE} drop column note;`,
+      'commit;',
+      `\\d ${TABLE}`,
+      '',
+    ].join('\n');
+    const direct = await pgcli(appUrl('demo'), migration);
+    const through = await pgcli(proxy.url('dba'), migration);
+    expect(direct.stdout).toContain('| 2  | n    |');
+    expect(through.stderr).not.toMatch(/Traceback|Exception|error/i);
     expect(through.stdout).toBe(direct.stdout);
   }, 120_000);
 
