@@ -186,8 +186,9 @@ async function serve(
     if (stopping) return;
     stopping = true;
     logger.info({ event: 'shutdown', signal }, 'shutting down');
-    await admin?.close();
+    // The admin listener last: while sessions drain, /readyz answers 503 (accepting: shutting down).
     await running.close();
+    await admin?.close();
     await fleet.close();
     await source?.close();
     await opts.onStop?.();

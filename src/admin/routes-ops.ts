@@ -24,10 +24,33 @@ export const processMetrics: MetricsExposition = async () => {
 };
 
 /**
+ * The instance's own checks (ProxyServer.readiness()): `policy-lag` fails once the policy in force
+ * has gone unconfirmed by the store for longer than `fleet.max_policy_lag_ms` (statements are then
+ * refused with 57P03, issue 21 "Fleet consistency"); `accepting` fails once it is shutting down,
+ * so that a balancer drains it during the grace period. The store's own error text is not
+ * repeated here (it may name the store's address; the `policy-stale` log line has it).
+ */
+export function instanceChecks(proxy: ProxyServer): ReadyCheck[] {
+  const r = proxy.readiness();
+  const c = r.policy;
+  return [
+    c === undefined || c.current
+      ? { name: 'policy-lag', ok: true }
+      : {
+          name: 'policy-lag',
+          ok: false,
+          error: `the policy in force (version ${c.version}, epoch ${c.epoch}) was last confirmed current ${(c.lagMs / 1000).toFixed(1)} s ago, over fleet.max_policy_lag_ms (${c.boundMs} ms)`,
+        },
+    r.closing ? { name: 'accepting', ok: false, error: 'shutting down' } : { name: 'accepting', ok: true },
+  ];
+}
+
+/**
  * The readiness of an instance (issue 21): for every configured database, its catalog has been
  * read (`catalog:<db>`) and the upstream answers on the catalog connection (`upstream:<db>`); the
  * policy is current (`policy`: the store, when there is one, is listening, so no change can be
- * missed). `extra` checks are added (the fleet's epoch lag). Never rejects.
+ * missed; `policy-lag`: confirmed within the bound) and the instance is not shutting down
+ * (`accepting`), see {@link instanceChecks}. `extra` checks are added. Never rejects.
  */
 export async function readiness(
   proxy: ProxyServer,
@@ -58,6 +81,7 @@ export async function readiness(
           error: `the policy store is ${store.state}: serving epoch ${proxy.epoch()}`,
         },
   );
+  checks.push(...instanceChecks(proxy));
   for (const check of extra) checks.push(await check());
   return { ready: checks.every((c) => c.ok), checks };
 }
@@ -102,7 +126,13 @@ export function opsRoutes(
     async (_req, reply) => {
       const r = await readiness(proxy, source, opts.readyChecks);
       reply.code(r.ready ? 200 : 503);
-      return { status: r.ready ? 'ready' : 'not ready', epoch: proxy.epoch(), checks: r.checks };
+      return {
+        status: r.ready ? 'ready' : 'not ready',
+        epoch: proxy.epoch(),
+        // What fails, in words: `<check>: <why>`.
+        reasons: r.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.error ?? 'failed'}`),
+        checks: r.checks,
+      };
     },
   );
   app.get(

@@ -73,9 +73,9 @@ export interface ProxyServer {
   config(): LoadedConfig;
   /**
    * Whether this instance should get new connections (issue 21, for `/readyz`): false while its
-   * policy lags the store past the bound or it is shutting down; `reasons` says why, in words.
+   * policy lags the store past the bound or it is shutting down (`closing`); `reasons` says why, in words.
    */
-  readiness(): { ready: boolean; reasons: string[]; policy?: PolicyCurrency };
+  readiness(): { ready: boolean; closing: boolean; reasons: string[]; policy?: PolicyCurrency };
   /** Serves a CancelRequest handed over by a sibling worker: this process's keys only, never routed on. */
   cancelHere(processId: number, secretKey: number): Promise<boolean>;
   /** The managed roles of `roles: managed` databases (sweeps, sync state; tests drive them). */
@@ -392,7 +392,7 @@ export async function startProxy(
         reasons.push(
           `policy not confirmed current for ${c.lagMs} ms (bound ${c.boundMs} ms)${c.reason ? `: ${c.reason}` : ''}`,
         );
-      return { ready: reasons.length === 0, reasons, ...(c ? { policy: c } : {}) };
+      return { ready: reasons.length === 0, closing, reasons, ...(c ? { policy: c } : {}) };
     },
     async cancelHere(processId, secretKey) {
       const target = cancels.find(processId, secretKey);

@@ -93,7 +93,6 @@ beforeAll(async () => {
         port: s.served.port,
         adminPort: s.adminPort,
       })),
-      check: '/healthz',
     }),
     lbPort,
   );

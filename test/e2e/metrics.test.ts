@@ -126,6 +126,8 @@ describe('/healthz and /readyz', () => {
         { name: 'upstream:demo', ok: true },
         { name: 'catalog:demo', ok: true },
         { name: 'policy', ok: true },
+        { name: 'policy-lag', ok: true },
+        { name: 'accepting', ok: true },
       ],
     });
   });

@@ -35,7 +35,7 @@ export function haproxyConfig(opts: {
     '    timeout connect 2s',
     '    timeout client 1h',
     '    timeout server 1h',
-    '    timeout check 1s',
+    '    timeout check 3s',
     '    option redispatch 1',
     '    retries 2',
     'frontend pgwarden',
