@@ -139,6 +139,11 @@ async function serve(
     for (const w of next.warnings) logger.warn({ event: 'config-warning' }, w);
     proxy?.reload(source ? source.setInstance(next) : next);
   };
+  /** The wire console's RELOAD: with workers, the others reload too. */
+  const reloadConsole = async () => {
+    await reloadFile();
+    opts.worker?.reloadOthers();
+  };
   let stop: (signal: string) => Promise<void> = async () => {};
   try {
     proxy = await startProxy(source?.loaded ?? instance, logger, {
@@ -147,8 +152,9 @@ async function serve(
       cancelRoutes: fleet.routes,
       ...(source ? { policy: source } : {}),
       console: wireConsole,
-      reloadConfig: reloadFile,
-      shutdown: () => void stop('SHUTDOWN'),
+      reloadConfig: reloadConsole,
+      // With workers, the console's SHUTDOWN stops them all (the primary would restart just one).
+      shutdown: () => (opts.worker ? opts.worker.shutdownAll() : void stop('SHUTDOWN')),
     });
   } catch (e) {
     const hint = listenHint(e, instance.config.listen, opts.how);
@@ -171,6 +177,8 @@ async function serve(
         source,
         logger,
         auditLogger: audit.logger,
+        // With workers: every worker's metrics, merged by the primary.
+        ...(opts.worker ? { exposition: () => (opts.worker as WorkerRole).metrics() } : {}),
       })
     : undefined;
   process.on('SIGHUP', () => {

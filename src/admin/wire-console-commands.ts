@@ -29,6 +29,7 @@ const HELP = [
   'KILL <client id>',
   'SHUTDOWN',
   'SHOW needs the app-level action audit_read (SHOW HELP needs none); RELOAD, KILL and SHUTDOWN need workspace_settings.',
+  'Under serve --workers N, SHOW CLIENTS, SERVERS and STATS and KILL cover the worker this connection landed on (/metrics of the admin API covers all); RELOAD and SHUTDOWN act on every worker.',
 ];
 
 const pkg = createRequire(import.meta.url)('../../package.json') as { version: string };

@@ -1,6 +1,7 @@
 // `serve --workers N`: a primary forks N workers (node:cluster) that share the listening socket, holds the fleet row for them, and routes cancels between them.
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
+import { clusterExposition, offerWorkerMetrics } from '../ops/cluster-metrics.js';
 import type { LoadedConfig } from '../policy/config-load.js';
 import { MAX_WORKER } from './cancel-key.js';
 import { type Fleet, joinFleet } from './fleet.js';
@@ -13,7 +14,14 @@ export const MAX_WORKERS = MAX_WORKER + 1;
 type WorkerMessage =
   | { pgwarden: 'cancel'; worker?: number; processId: number; secretKey: number }
   | { pgwarden: 'slot'; slot: number }
-  | { pgwarden: 'listening'; host: string; port: number };
+  | { pgwarden: 'listening'; host: string; port: number }
+  /** Worker → primary: the console's RELOAD ran here; reload the others (SIGHUP). */
+  | { pgwarden: 'reload-others' }
+  /** Worker → primary: the merged metrics, please; primary → worker: them (or why not). */
+  | { pgwarden: 'metrics'; id: number; contentType?: string; body?: string; error?: string };
+
+/** How long a worker waits for the primary's merged metrics (ms): prom-client's own 5 s wait, and a margin. */
+const METRICS_WAIT_MS = 6000;
 
 function isWorkerMessage(m: unknown): m is WorkerMessage {
   return typeof m === 'object' && m !== null && typeof (m as { pgwarden?: unknown }).pgwarden === 'string';
@@ -32,6 +40,16 @@ export interface WorkerRole {
   };
   /** Called once the proxy listens: serves the cancels the primary hands over, tells it the bound port. */
   ready(proxy: ProxyServer, fleet: Fleet): void;
+  /**
+   * The Prometheus text of every worker's metrics merged (the primary's `AggregatorRegistry`), for
+   * `/metrics` of the admin API the first worker serves. Rejects when the primary does not answer
+   * within 6 s or a worker did not answer it.
+   */
+  metrics(): Promise<{ contentType: string; body: string }>;
+  /** The wire console's RELOAD, done in this worker: the primary sends SIGHUP to the other workers. */
+  reloadOthers(): void;
+  /** The wire console's SHUTDOWN: SIGTERM to the primary, which stops every worker gracefully. */
+  shutdownAll(): void;
 }
 
 /** The role of this process when it is a worker of `serve --workers` (undefined in the primary). */
@@ -40,6 +58,12 @@ export function workerRole(): WorkerRole | undefined {
   const index = Number(process.env.PGWARDEN_WORKER ?? 0);
   const workers = Number(process.env.PGWARDEN_WORKERS ?? 1);
   const send = (m: WorkerMessage) => process.send?.(m);
+  void offerWorkerMetrics();
+  const asked = new Map<number, (m: Extract<WorkerMessage, { pgwarden: 'metrics' }>) => void>();
+  let nextId = 0;
+  process.on('message', (m: unknown) => {
+    if (isWorkerMessage(m) && m.pgwarden === 'metrics') asked.get(m.id)?.(m);
+  });
   return {
     index,
     fleet: {
@@ -60,6 +84,25 @@ export function workerRole(): WorkerRole | undefined {
       });
       send({ pgwarden: 'listening', ...proxy.address });
     },
+    reloadOthers: () => send({ pgwarden: 'reload-others' }),
+    shutdownAll: () => process.kill(process.ppid, 'SIGTERM'),
+    metrics() {
+      const id = nextId++;
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          asked.delete(id);
+          reject(new Error('the primary did not send the merged metrics in time'));
+        }, METRICS_WAIT_MS);
+        asked.set(id, (m) => {
+          clearTimeout(timer);
+          asked.delete(id);
+          if (m.body !== undefined && m.contentType !== undefined)
+            resolve({ contentType: m.contentType, body: m.body });
+          else reject(new Error(`the workers' metrics could not be merged: ${m.error ?? 'no answer'}`));
+        });
+        send({ pgwarden: 'metrics', id });
+      });
+    },
   };
 }
 
@@ -70,7 +113,7 @@ const RESTART_MS = 1000;
  * The primary of `serve --workers N` (issue 21, "Multi-core on one machine"): joins the fleet for
  * all its workers (one row, one slot: the workers' keys differ in their worker bits), forks N
  * workers running `serve` with the same arguments, hands a CancelRequest for a sibling's key to
- * that worker, forwards SIGHUP to every worker and stops them all on SIGTERM/SIGINT (each shuts
+ * that worker, answers a worker's request for every worker's metrics merged (`/metrics`), forwards SIGHUP to every worker and stops them all on SIGTERM/SIGINT (each shuts
  * down gracefully). A worker that dies after it listened is started again after 1 s (its clients
  * lost their sessions); one that exits before it ever listened (a bad config, a port taken) stops
  * the whole process with its exit code. Resolves never; the process exits.
@@ -121,6 +164,14 @@ export async function runPrimary(opts: {
       if (!isWorkerMessage(m)) return;
       if (m.pgwarden === 'cancel' && m.worker !== undefined)
         byIndex.get(m.worker)?.send({ pgwarden: 'cancel', processId: m.processId, secretKey: m.secretKey });
+      else if (m.pgwarden === 'reload-others') {
+        for (const [i, other] of byIndex) if (i !== index) other.process.kill('SIGHUP');
+      } else if (m.pgwarden === 'metrics')
+        clusterExposition().then(
+          (e) => w.send({ pgwarden: 'metrics', id: m.id, ...e } satisfies WorkerMessage),
+          (e: unknown) =>
+            w.send({ pgwarden: 'metrics', id: m.id, error: (e as Error).message } satisfies WorkerMessage),
+        );
       else if (m.pgwarden === 'listening') {
         listened.add(index);
         void fleet.listening(m);

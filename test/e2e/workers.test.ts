@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { freePort } from '../../src/embedded/postgres.js';
 import { keyOwner } from '../../src/proxy/cancel-key.js';
 import { cancelRequest } from '../../src/wire/frontend-encode.js';
 import { demoConfigObject } from '../helpers/proxy.js';
@@ -12,9 +13,25 @@ import { type Served, serveProcess } from '../helpers/serve-process.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-workers-'));
 let served: Served;
+let adminPort = 0;
+
+/** The value of one sample of `/metrics` (0 when absent). */
+async function sample(series: string): Promise<number> {
+  const r = await fetch(`http://127.0.0.1:${adminPort}/metrics`);
+  expect(r.status).toBe(200);
+  const line = (await r.text()).split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.slice(series.length + 1)) : 0;
+}
 
 beforeAll(async () => {
-  served = await serveProcess(demoConfigObject(), path.join(dir, 'workers.yaml'), ['--workers', '2']);
+  adminPort = await freePort();
+  served = await serveProcess(demoConfigObject(), path.join(dir, 'workers.yaml'), [
+    '--workers',
+    '2',
+    '--admin',
+    `127.0.0.1:${adminPort}`,
+  ]);
+  await served.waitFor((l) => l.event === 'admin-listening', 60_000);
   // Both workers listen (the first one's line let serveProcess return).
   for (;;) {
     if (served.lines.filter((l) => l.event === 'listening').length >= 2) break;
@@ -74,6 +91,53 @@ describe('serve --workers 2', () => {
       for (const c of clients) await c.end().catch(() => {});
     }
   }, 120_000);
+
+  test('/metrics of the admin API (served by worker 0) counts the sessions and statements of both workers', async () => {
+    const connections = 'pgwarden_client_connections_total';
+    const active = 'pgwarden_client_connections{state="active"}';
+    const selects = 'pgwarden_statements_total{kind="SELECT",verdict="allowed"}';
+    const before = { connections: await sample(connections), selects: await sample(selects) };
+    const clients: pg.Client[] = [];
+    const perWorker = [0, 0];
+    try {
+      // Connections are dealt round-robin: eight land on both workers.
+      for (let i = 0; i < 8; i++) {
+        const c = new pg.Client({ connectionString: `postgres://dba:dba@127.0.0.1:${served.port}/demo` });
+        await c.connect();
+        clients.push(c);
+        const worker = keyOwner((c as unknown as { processID: number }).processID).worker;
+        perWorker[worker] = (perWorker[worker] ?? 0) + 1;
+        await c.query('SELECT 1 AS one');
+      }
+      expect(perWorker[0]).toBeGreaterThan(0);
+      expect(perWorker[1]).toBeGreaterThan(0);
+      expect(await sample(active)).toBe(8);
+      expect((await sample(connections)) - before.connections).toBe(8);
+      expect((await sample(selects)) - before.selects).toBe(8);
+      console.log(`sessions per worker: ${perWorker.join(' + ')} = ${await sample(active)} in /metrics`);
+    } finally {
+      for (const c of clients) await c.end().catch(() => {});
+    }
+  }, 120_000);
+
+  test("the wire console's RELOAD in one worker reloads both", async () => {
+    const before = served.lines.filter((l) => l.event === 'reload').length;
+    const c = new pg.Client({ connectionString: `postgres://dba:dba@127.0.0.1:${served.port}/pgwarden` });
+    await c.connect();
+    try {
+      await c.query('RELOAD');
+    } finally {
+      await c.end();
+    }
+    for (;;) {
+      const reloads = served.lines.filter((l) => l.event === 'reload').slice(before);
+      if (new Set(reloads.map((l) => l.worker)).size === 2) {
+        expect(reloads).toHaveLength(2);
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }, 60_000);
 
   test('SIGHUP reaches every worker', async () => {
     served.child.kill('SIGHUP');
