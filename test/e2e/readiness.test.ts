@@ -96,11 +96,11 @@ describe('/readyz of pgwarden serve', () => {
       ]);
 
       // Lines logged from here on only (a loaded machine may have gone stale once while starting).
-      const after = (from: number, event: string) => (l: Record<string, unknown>) =>
+      const since = (from: number, event: string) => (l: Record<string, unknown>) =>
         l.event === event && s.lines.indexOf(l) >= from;
       let from = s.lines.length;
       relay.pause();
-      await s.waitFor(after(from, 'policy-stale'), 60_000);
+      await s.waitFor(since(from, 'policy-stale'), 60_000);
       const stale = await readyz(adminPort);
       expect(stale.code).toBe(503);
       expect(stale.body.status).toBe('not ready');
@@ -115,7 +115,7 @@ describe('/readyz of pgwarden serve', () => {
 
       from = s.lines.length;
       relay.resume();
-      await s.waitFor(after(from, 'policy-current'), 60_000);
+      await s.waitFor(since(from, 'policy-current'), 60_000);
       expect((await readyz(adminPort)).code).toBe(200);
     } finally {
       relay.resume();
