@@ -6,7 +6,8 @@ import type { Logger } from 'pino';
 import { wireConsole } from './admin/wire-console.js';
 import { createScramVerifier } from './auth/scram-verifier.js';
 import { upstreamLoginWarnings } from './catalog/upstream-login.js';
-import { makeAuditLogger, makeLogger } from './logger.js';
+import type { LogFileOptions } from './log-file.js';
+import { makeAuditLogger, makeFileLogger, makeLogger } from './logger.js';
 import { ConfigError, type LoadedConfig, loadConfig } from './policy/config-load.js';
 import { configEpoch } from './policy/policy-document.js';
 import type { PolicySource } from './policy/policy-source.js';
@@ -39,10 +40,11 @@ function packageVersion(): string {
   return pkg.version;
 }
 
-function loadOrExit(file: string, logger: Logger): LoadedConfig {
+/** The config of `file`, its warnings logged to `logger` (none without one); exits 2 with the message when it cannot be used. */
+function loadOrExit(file: string, logger: Logger | undefined): LoadedConfig {
   try {
     const loaded = loadConfig(file);
-    for (const w of loaded.warnings) logger.warn({ event: 'config-warning' }, w);
+    for (const w of logger ? loaded.warnings : []) logger?.warn({ event: 'config-warning' }, w);
     return loaded;
   } catch (e) {
     if (e instanceof ConfigError) {
@@ -90,6 +92,19 @@ async function joinFleetOrExit(instance: LoadedConfig, logger: Logger, worker: W
   }
 }
 
+/** A log's file options (config `log` / `audit`), its path resolved against the config file's folder; undefined for stderr. */
+function logFileOf(
+  l: { file?: string | undefined; max_size_bytes?: number | undefined; keep: number },
+  configFile: string,
+): LogFileOptions | undefined {
+  if (l.file === undefined) return undefined;
+  return {
+    file: path.resolve(path.dirname(configFile), l.file),
+    maxSizeBytes: l.max_size_bytes,
+    keep: l.keep,
+  };
+}
+
 /** The hint for a listen address that cannot be bound; `how` says how to choose another. */
 function listenHint(e: unknown, listen: string, how: string): string | undefined {
   const code = (e as NodeJS.ErrnoException).code;
@@ -105,7 +120,7 @@ function listenHint(e: unknown, listen: string, how: string): string | undefined
  */
 async function serve(
   file: string,
-  logger: Logger,
+  stderrLogger: Logger,
   opts: {
     pretty?: boolean;
     command: string;
@@ -121,15 +136,19 @@ async function serve(
     process.stderr.write('pgwarden serve: a wall is switched off (test build); refusing to start\n');
     process.exit(EXIT_CONFIG);
   }
-  const instance = loadOrExit(file, logger);
+  const instance = loadOrExit(file, undefined);
+  // With `log.file`, the process log goes there (JSON lines; SIGHUP reopens it).
+  const logFile = logFileOf(instance.config.log, instance.file);
+  const fileLogger = logFile ? makeFileLogger(logFile) : undefined;
+  const logger = fileLogger
+    ? opts.worker
+      ? fileLogger.logger.child({ worker: opts.worker.index })
+      : fileLogger.logger
+    : stderrLogger;
+  for (const w of instance.warnings) logger.warn({ event: 'config-warning' }, w);
   for (const w of await upstreamLoginWarnings(instance.config.databases, path.dirname(instance.file)))
     logger.warn({ event: 'upstream-login' }, w);
-  const audit = makeAuditLogger(
-    instance.config.audit.file
-      ? path.resolve(path.dirname(instance.file), instance.config.audit.file)
-      : undefined,
-    { pretty: opts.pretty },
-  );
+  const audit = makeAuditLogger(logFileOf(instance.config.audit, instance.file), { pretty: opts.pretty });
   let proxy: ProxyServer | undefined;
   const source = await servePolicy(instance, logger, (next) => proxy?.reload(next));
   const fleet = await joinFleetOrExit(instance, logger, opts.worker);
@@ -182,6 +201,9 @@ async function serve(
       })
     : undefined;
   process.on('SIGHUP', () => {
+    // logrotate's convention: the files were renamed; new lines go to new files at the configured paths.
+    fileLogger?.file.reopen();
+    audit.reopen();
     reloadFile().catch((e: unknown) =>
       logger.error(
         { event: 'reload-failed', err: (e as Error).message },
@@ -201,6 +223,7 @@ async function serve(
     await source?.close();
     await opts.onStop?.();
     audit.close();
+    fileLogger?.file.flushSync();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
@@ -234,7 +257,14 @@ program
     }
     const role = workers > 1 ? workerRole() : undefined;
     if (workers > 1 && !role) {
-      await runPrimary({ config: loadOrExit(opts.config, logger), workers, logger });
+      // The primary logs where its workers do (log.file, reopened on SIGHUP as theirs are).
+      const config = loadOrExit(opts.config, undefined);
+      const logFile = logFileOf(config.config.log, config.file);
+      const fileLogger = logFile ? makeFileLogger(logFile) : undefined;
+      if (fileLogger) process.on('SIGHUP', () => fileLogger.file.reopen());
+      const primaryLogger = fileLogger?.logger ?? logger;
+      for (const w of config.warnings) primaryLogger.warn({ event: 'config-warning' }, w);
+      await runPrimary({ config, workers, logger: primaryLogger });
       return;
     }
     await serve(opts.config, role ? logger.child({ worker: role.index }) : logger, {

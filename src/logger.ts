@@ -1,5 +1,6 @@
-// The process logger: pino JSON lines on stderr, or pretty-printed with --pretty.
+// The process logger and the audit logger: pino JSON lines on stderr or in a file (log-file.ts), or pretty-printed with --pretty.
 import pino, { type Logger } from 'pino';
+import { type LogFile, type LogFileOptions, openLogFile } from './log-file.js';
 
 /** pino-pretty on stderr, as `--pretty` prints every line (the process log and the audit alike). */
 const PRETTY_TRANSPORT = {
@@ -20,26 +21,49 @@ export function makeLogger(opts: { pretty?: boolean; level?: string } = {}): Log
 }
 
 /**
- * The audit logger: one JSON line per statement, to `file` (appended) or stderr, written in
- * batches of at least 8 KiB or every `flushMs` (default 500 ms) so that a busy proxy does not pay
- * one write per statement. With `pretty` and no `file`, audit lines go to stderr pretty-printed
- * like the process log (one format per run); a file always gets JSON. `close()` flushes what is
- * buffered (call it before exiting).
+ * The process log in a file (config `log.file`): JSON lines, whatever `--pretty` says, each written
+ * at once; `file.reopen()` on SIGHUP, rotation by size as `file` says (log-file.ts). Rotation
+ * errors are logged to stderr.
+ */
+export function makeFileLogger(file: LogFileOptions, level?: string): { logger: Logger; file: LogFile } {
+  const opened = openLogFile(file, (e) =>
+    process.stderr.write(`pgwarden: cannot rotate ${file.file}: ${e.message}\n`),
+  );
+  const logger = pino(
+    { level: level ?? process.env.PGWARDEN_LOG_LEVEL ?? 'info', base: undefined },
+    opened.dest,
+  );
+  return { logger, file: opened };
+}
+
+/**
+ * The audit logger: one JSON line per statement, to `file` (appended; reopened on SIGHUP and
+ * rotated by size as log-file.ts does) or stderr, written in batches of at least 8 KiB or every
+ * `flushMs` (default 500 ms) so that a busy proxy does not pay one write per statement. With
+ * `pretty` and no `file`, audit lines go to stderr pretty-printed like the process log (one
+ * format per run); a file always gets JSON. `reopen()` opens the file's path again (a no-op on
+ * stderr); `close()` flushes what is buffered (call it before exiting).
  */
 export function makeAuditLogger(
-  file?: string,
+  file?: LogFileOptions,
   opts: { flushMs?: number; pretty?: boolean } = {},
-): { logger: Logger; close: () => void } {
+): { logger: Logger; reopen: () => void; close: () => void } {
   if (opts.pretty && file === undefined) {
     const logger = pino({ level: 'info', base: undefined, transport: PRETTY_TRANSPORT });
-    return { logger, close: () => logger.flush() };
+    return { logger, reopen: () => {}, close: () => logger.flush() };
   }
-  const dest = pino.destination({ dest: file ?? 2, sync: false, minLength: 8192, mkdir: file !== undefined });
+  const opened = file
+    ? openLogFile({ ...file, minLength: 8192 }, (e) =>
+        process.stderr.write(`pgwarden: cannot rotate ${file.file}: ${e.message}\n`),
+      )
+    : undefined;
+  const dest = opened?.dest ?? pino.destination({ dest: 2, sync: false, minLength: 8192 });
   const timer = setInterval(() => dest.flush(), opts.flushMs ?? 500);
   timer.unref();
   const logger = pino({ level: 'info', base: undefined }, dest);
   return {
     logger,
+    reopen: () => opened?.reopen(),
     close: () => {
       clearInterval(timer);
       dest.flushSync();

@@ -170,6 +170,24 @@ export const apiKeySchema = z
       });
   });
 
+/**
+ * A log's destination (`audit`, `log`): stderr by default, or `file` (relative to the config file)
+ * appended to and reopened on SIGHUP (logrotate's convention); with `max_size_bytes`, rotated by
+ * size to `file.1` … `file.<keep>` (src/log-file.ts).
+ */
+const logFileSchema = z
+  .object({
+    file: z.string().min(1).optional(),
+    max_size_bytes: z.number().int().min(4096).optional(),
+    keep: z.number().int().min(1).max(1000).default(5),
+  })
+  .strict()
+  .refine((l) => l.max_size_bytes === undefined || l.file !== undefined, {
+    message: 'max_size_bytes needs a file',
+    path: ['max_size_bytes'],
+  })
+  .default({ keep: 5 });
+
 const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL');
 
 /**
@@ -372,7 +390,9 @@ export const configSchema = z
       .object({ ttl_seconds: z.number().int().positive().default(300) })
       .strict()
       .default({}),
-    audit: z.object({ file: z.string().optional() }).strict().default({}),
+    audit: logFileSchema,
+    /** Where the process log goes (default stderr): a file, as `audit`. */
+    log: logFileSchema,
     databases: z.record(
       z.string().regex(/^[A-Za-z0-9_-]{1,63}$/, 'database names: letters, digits, _ and -'),
       databaseSchema,
