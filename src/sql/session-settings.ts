@@ -118,11 +118,12 @@ export function checkTextSetting(name: string, value: string | null): AnalysisRe
 
 /**
  * `pgwarden.*` settings (pgwarden.identity, pgwarden.roles) are given to the upstream session at
- * startup as its reset values, for row-level security per viewer (issue 8); no statement may change
- * them, whatever the caller's permissions. Input: the lower-case setting name.
+ * startup as its reset values, for row-level security per viewer (issue 8); `pgwarden_catalog.*`
+ * carry what changed between the statements of pgwarden's own in-band catalog read (catalog-reads.ts).
+ * No statement may change either, whatever the caller's permissions. Input: the lower-case setting name.
  */
 export function isPgwardenSetting(setting: string): boolean {
-  return setting.startsWith('pgwarden.');
+  return setting.startsWith('pgwarden.') || setting.startsWith('pgwarden_catalog.');
 }
 
 /** The refusal message for a change of a `pgwarden.*` setting (42501). */

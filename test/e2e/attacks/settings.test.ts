@@ -12,6 +12,10 @@ describe('pgwarden.roles and search_path through set_config', () => {
     "select set_config('pgwarden.roles', 'dba', false)",
     "select * from (select set_config('pgwarden.roles', 'x', false)) s",
     "values (set_config('pgwarden.roles', 'x', false))",
+    // What pgwarden's in-band catalog read hands between its statements.
+    "select set_config('pgwarden_catalog.reread', '1', false)",
+    "set pgwarden_catalog.reread = '1'",
+    'set local pgwarden_catalog.types_changed = true',
   ];
   for (const sql of refusedForAlice) {
     test(`alice: ${sql}`, async () => {
