@@ -46,11 +46,25 @@ const CONNECTIONS = numArg('--connections', 1000);
 const onlyArg = argv.includes('--only') ? argv[argv.indexOf('--only') + 1] : undefined;
 const only = onlyArg ? new Set(onlyArg.split(',')) : undefined;
 const want = (section: string) => only === undefined || only.has(section);
-const MODES = ['simple', 'extended', 'prepared'] as const;
+// `--keep`: the work folder (every process's log, pgbench's logs) stays after a successful run.
+/**
+ * `--before DIR`: another pgwarden tree (its own node_modules) run as a second pgbench process, with
+ * targets `before dba` and `before masked` beside this tree's: a before/after in one run, under
+ * the same load (issue 18).
+ */
+const beforeTree = argv.includes('--before') ? argv[argv.indexOf('--before') + 1] : undefined;
+/** `--without direct,managed,…`: leave these pgbench targets out (direct, pipe, pgbouncer, dba, masked, managed). */
+const withoutArg = argv.includes('--without') ? argv[argv.indexOf('--without') + 1] : undefined;
+const without = new Set(withoutArg ? withoutArg.split(',') : []);
+/** `--modes prepared,…` and `--clients 1|8`: only these pgbench modes and client counts (default all). */
+const listArg = (name: string): string[] | undefined =>
+  argv.includes(name) ? (argv[argv.indexOf(name) + 1] ?? '').split(',') : undefined;
+const ALL_MODES = ['simple', 'extended', 'prepared'] as const;
+const MODES = ALL_MODES.filter((m) => listArg('--modes')?.includes(m) ?? true);
 const LEVELS = [
   { clients: 1, threads: 1 },
   { clients: 8, threads: 2 },
-] as const;
+].filter((l) => listArg('--clients')?.includes(String(l.clients)) ?? true);
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const notices: string[] = [];
@@ -75,8 +89,13 @@ function version(cmd: string, args: string[]): string {
   }
 }
 
+/** `--node-args "--trace-gc …"`: V8/Node flags for the pgwarden processes (their output lands in their logs; see --keep). */
+const extraNodeArgs = argv.includes('--node-args')
+  ? (argv[argv.indexOf('--node-args') + 1] ?? '').split(' ')
+  : [];
+
 function nodeArgs(profileDir: string | undefined, script: string[]): string[] {
-  return [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...script];
+  return [...extraNodeArgs, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...script];
 }
 
 const diffStats = (a: AnalysisCacheStats, b: AnalysisCacheStats): AnalysisCacheStats => ({
@@ -195,9 +214,40 @@ async function main(): Promise<void> {
       }
     }
     await waitForPort(pgwPort);
+    const beforeTargets: Target[] = [];
+    if (beforeTree) {
+      const tree = path.resolve(beforeTree);
+      const port = await freePort();
+      const config = writePgwardenConfig(workDir, db, port, 'pgwarden-before');
+      const child = spawnChild(
+        process.execPath,
+        nodeArgs(profileDir, ['--import', 'tsx', path.join(tree, 'bench', 'proxy-process.ts'), config]),
+        { logFile: path.join(workDir, 'pgwarden-before.log'), ipc: true, cwd: tree },
+      );
+      children.push(child);
+      const endpoint = { host: '127.0.0.1', port, database: BENCH_DB };
+      beforeTargets.push(
+        { name: 'before dba', endpoint: { ...endpoint, user: 'dba', password: PGW_USERS.dba }, child },
+        {
+          name: 'before masked',
+          endpoint: { ...endpoint, user: 'masked', password: PGW_USERS.masked },
+          child,
+        },
+      );
+      await waitForPort(port);
+    }
 
     // 1. pgbench -S, targets interleaved round by round (order rotated each round).
-    const targets = [direct, pipeTarget, ...(bouncer ? [bouncer] : []), dba, masked, managed];
+    const short = (t: Target) => t.name.replace(/^pgwarden /, '');
+    const targets = [
+      direct,
+      pipeTarget,
+      ...(bouncer ? [bouncer] : []),
+      dba,
+      masked,
+      managed,
+      ...beforeTargets,
+    ].filter((t) => !without.has(short(t)));
     const length = quick
       ? (clients: number) => ({ transactions: clients === 1 ? 600 : 300 })
       : () => ({ seconds: SECONDS });
@@ -277,7 +327,7 @@ async function main(): Promise<void> {
       syscalls = await benchSyscalls({
         straceBin,
         pgbenchBin,
-        targets: [pipeTarget, ...(bouncer ? [bouncer] : []), dba, masked].map((t) => ({
+        targets: [pipeTarget, ...(bouncer ? [bouncer] : []), dba, masked, ...beforeTargets].map((t) => ({
           name: t.name,
           endpoint: t.endpoint,
           pid: t.child?.pid as number,
@@ -389,8 +439,8 @@ async function main(): Promise<void> {
   } finally {
     for (const c of children.reverse()) await c.stop();
     await db?.server.stop();
-    if (ok) fs.rmSync(workDir, { recursive: true, force: true });
-    else log(`failed: logs kept in ${workDir}`);
+    if (ok && !argv.includes('--keep')) fs.rmSync(workDir, { recursive: true, force: true });
+    else log(`${ok ? '' : 'failed: '}logs kept in ${workDir}`);
   }
 }
 
