@@ -9,6 +9,13 @@ import {
 import { MessageFramer } from '../../../src/wire/framer.js';
 import * as fe from '../../../src/wire/frontend-encode.js';
 
+const collections = vi.hoisted(() => ({ count: 0 }));
+vi.mock('../../../src/proxy/collect-garbage.js', () => ({
+  collectGarbageSoon: () => {
+    collections.count++;
+  },
+}));
+
 /** A socket stand-in that records pause/resume. */
 function fakeSocket() {
   const calls: string[] = [];
@@ -76,6 +83,19 @@ describe('MemoryBudget', () => {
     expect(b.inUse).toBe(80);
     expect(b.tooLarge(101)).toBe(true);
     expect(b.tooLarge(100)).toBe(false);
+  });
+
+  it('asks for a collection only when bytes were given back (a session closing that held nothing asks for none)', () => {
+    const b = new MemoryBudget(100);
+    const before = collections.count;
+    const hold = new MessageHold(b, fakeSocket());
+    hold.close();
+    b.release(0);
+    expect(collections.count).toBe(before);
+    b.take(40, () => {});
+    b.release(40);
+    expect(collections.count).toBe(before + 1);
+    expect(b.inUse).toBe(0);
   });
 
   it('a cancelled wait is never granted and lets the next one through', () => {
