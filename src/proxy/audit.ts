@@ -1,5 +1,5 @@
 // Audit lines: one per statement, with the normalized text (literals replaced, never the raw values).
-import type { Logger } from 'pino';
+import pino, { type Logger } from 'pino';
 import type { StatementAnalysis } from '../sql/analysis-types.js';
 
 /** A literal's place in the scanner's output, numbered once the highest parameter of the text is known. */
@@ -262,10 +262,16 @@ export type StatementAuditFields = Omit<AuditEvent, keyof SessionAuditFields | '
  * session's own come first): the fields that change rarely (the session's, its roles, its
  * search_path, the policy epoch) are serialized once into a pino child logger, made again when
  * the roles, the path (by identity) or the epoch change; per statement only its own fields are
- * serialized (issue 18: the audit line amortized, every statement still audited).
+ * serialized (issue 18: the audit line amortized, every statement still audited). Where the logger
+ * is a plain one (no mixin, hooks, log formatter, redaction, nested key or message prefix: what
+ * makeAuditLogger makes), the line is put together here from pino's own pieces (its level string,
+ * time, the child's serialized bindings, its line end) and handed to its destination: the bytes
+ * pino would write, without its per-call machinery; otherwise pino writes it.
  */
 export class SessionAudit {
   private child: Logger | undefined;
+  /** The child's fixed pieces when the line can be put together here, else undefined. */
+  private fast: FastLine | undefined;
   private roles: readonly string[] | undefined;
   private searchPath: readonly string[] | undefined;
   private epochNow: string | undefined;
@@ -294,13 +300,95 @@ export class SessionAudit {
         ...(epoch !== undefined ? { epoch } : {}),
       });
       this.child = child;
+      this.fast = fastLine(child);
       this.roles = roles;
       this.searchPath = searchPath;
       this.epochNow = epoch;
     }
-    child.info(e, 'statement');
+    const fast = this.fast;
+    if (fast && child.levelVal <= INFO) fast.stream.write(fast.line(e));
+    else child.info(e, 'statement');
   }
 }
+
+/** pino's level number of `info`. */
+const INFO = 30;
+
+/** What an audit line is put together from when pino's per-call work can be skipped. */
+interface FastLine {
+  readonly stream: { write(s: string): unknown };
+  readonly line: (e: StatementAuditFields) => string;
+}
+
+/**
+ * The pieces of `logger`'s lines at `info` (pino.symbols, pino 9), when its lines are plain JSON of
+ * the fields as given: undefined when anything would change them (a mixin, a streamWrite hook, a
+ * log formatter, redaction or custom stringifiers, a serializer for an audit field, a nested key,
+ * another message key, a message prefix, a destination that wants metadata).
+ */
+function fastLine(logger: Logger): FastLine | undefined {
+  const sym = pino.symbols;
+  const l = logger as unknown as Record<symbol, unknown>;
+  const stream = l[sym.streamSym] as ({ write(s: string): unknown } & Record<symbol, unknown>) | undefined;
+  const hooks = l[sym.hooksSym] as { streamWrite?: unknown } | undefined;
+  const formatters = l[sym.formattersSym] as { log?: unknown } | undefined;
+  const stringifiers = l[sym.stringifiersSym] as object | undefined;
+  const serializers = (l[sym.serializersSym] ?? {}) as Record<string, unknown>;
+  const lsCache = l[sym.lsCacheSym] as Record<number, string> | undefined;
+  const time = l[sym.timeSym] as (() => string) | undefined;
+  const chindings = l[sym.chindingsSym];
+  const end = l[sym.endSym];
+  if (
+    !stream ||
+    typeof stream.write !== 'function' ||
+    stream[sym.needsMetadataGsym] === true ||
+    l[sym.mixinSym] ||
+    hooks?.streamWrite ||
+    formatters?.log ||
+    (stringifiers &&
+      (Object.keys(stringifiers).length > 0 || Object.getOwnPropertySymbols(stringifiers).length > 0)) ||
+    AUDIT_FIELDS.some((k) => serializers[k] !== undefined) ||
+    l[sym.nestedKeySym] ||
+    l[sym.messageKeySym] !== 'msg' ||
+    // Not in pino's typings; undefined (never a prefix) on a pino without it.
+    ((sym as Record<string, symbol>).msgPrefixSym &&
+      l[(sym as Record<string, symbol>).msgPrefixSym as symbol]) ||
+    typeof lsCache?.[INFO] !== 'string' ||
+    typeof time !== 'function' ||
+    typeof chindings !== 'string' ||
+    typeof end !== 'string'
+  )
+    return undefined;
+  const head = lsCache[INFO] as string;
+  const tail = `,"msg":"statement"${end}`;
+  return {
+    stream,
+    line: (e) => {
+      let props = '';
+      for (const key in e) {
+        const v = (e as Record<string, unknown>)[key];
+        if (v === undefined) continue;
+        props += `,"${key}":${
+          typeof v === 'number' ? (Number.isFinite(v) ? String(v) : 'null') : JSON.stringify(v)
+        }`;
+      }
+      return `${head}${time.call(logger)}${chindings}${props}${tail}`;
+    },
+  };
+}
+
+/** The keys of {@link StatementAuditFields} (none may have a pino serializer for the fast line). */
+const AUDIT_FIELDS = [
+  'kind',
+  'sql',
+  'decision',
+  'masked',
+  'reason',
+  'rule',
+  'sqlstate',
+  'durationMs',
+  'rows',
+] as const satisfies readonly (keyof StatementAuditFields)[];
 
 /** Rows from a CommandComplete tag: `SELECT 5`, `INSERT 0 3`, `UPDATE 2`, `COPY 10` → the last number. */
 export function rowsOfTag(tag: string): number | undefined {
