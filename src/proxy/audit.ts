@@ -309,6 +309,60 @@ export class SessionAudit {
     if (fast && child.levelVal <= INFO) fast.stream.write(fast.line(e));
     else child.info(e, 'statement');
   }
+
+  /**
+   * Logs one statement that ran: the same line as {@link write} with `fragment`'s fields, then
+   * `durationMs` and `rows` (when defined), the fragment's JSON written as serialized once.
+   */
+  ran(
+    roles: readonly string[],
+    searchPath: readonly string[] | undefined,
+    fragment: AuditFragment,
+    durationMs: number,
+    rows: number | undefined,
+  ): void {
+    const child = this.child;
+    const fast = this.fast;
+    if (
+      !child ||
+      !fast ||
+      roles !== this.roles ||
+      searchPath !== this.searchPath ||
+      this.epoch?.() !== this.epochNow ||
+      child.levelVal > INFO
+    ) {
+      this.write(roles, searchPath, {
+        ...fragment.fields,
+        durationMs,
+        ...(rows !== undefined ? { rows } : {}),
+      });
+      return;
+    }
+    fast.stream.write(fast.ran(fragment.json, durationMs, rows));
+  }
+}
+
+/**
+ * The fields of a statement's audit line that are the same at every execution of it (its kind,
+ * normalized text, decision, masked columns), with their JSON (`,"kind":…` in that order) made
+ * once: a plan's executions share one (issue 18).
+ */
+export interface AuditFragment {
+  readonly fields: Pick<StatementAuditFields, 'kind' | 'sql' | 'decision' | 'masked'>;
+  readonly json: string;
+}
+
+/** The fragment of `fields` (`sql` already normalized; `masked` left out when undefined). */
+export function auditFragment(fields: AuditFragment['fields']): AuditFragment {
+  const f = {
+    kind: fields.kind,
+    sql: fields.sql,
+    decision: fields.decision,
+    ...(fields.masked !== undefined ? { masked: fields.masked } : {}),
+  };
+  let json = '';
+  for (const [key, v] of Object.entries(f)) json += `,"${key}":${JSON.stringify(v)}`;
+  return { fields: f, json };
 }
 
 /** pino's level number of `info`. */
@@ -318,7 +372,12 @@ const INFO = 30;
 interface FastLine {
   readonly stream: { write(s: string): unknown };
   readonly line: (e: StatementAuditFields) => string;
+  /** The line of a statement that ran, from its fragment's JSON. */
+  readonly ran: (fragment: string, durationMs: number, rows: number | undefined) => string;
 }
+
+/** A number as pino writes it (non-finite: null). */
+const num = (v: number): string => (Number.isFinite(v) ? String(v) : 'null');
 
 /**
  * The pieces of `logger`'s lines at `info` (pino.symbols, pino 9), when its lines are plain JSON of
@@ -368,12 +427,14 @@ function fastLine(logger: Logger): FastLine | undefined {
       for (const key in e) {
         const v = (e as Record<string, unknown>)[key];
         if (v === undefined) continue;
-        props += `,"${key}":${
-          typeof v === 'number' ? (Number.isFinite(v) ? String(v) : 'null') : JSON.stringify(v)
-        }`;
+        props += `,"${key}":${typeof v === 'number' ? num(v) : JSON.stringify(v)}`;
       }
       return `${head}${time.call(logger)}${chindings}${props}${tail}`;
     },
+    ran: (fragment, durationMs, rows) =>
+      `${head}${time.call(logger)}${chindings}${fragment},"durationMs":${num(durationMs)}${
+        rows !== undefined ? `,"rows":${num(rows)}` : ''
+      }${tail}`,
   };
 }
 

@@ -11,7 +11,15 @@ import { type ErrorFields, errorResponse } from '../wire/backend.js';
 import { FrontendCode } from '../wire/codes.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
 import { bind as encodeBind, query as encodeQuery } from '../wire/frontend-encode.js';
-import { type AuditLog, auditKind, normalizeForAudit, rowsOfTag, type SessionAudit } from './audit.js';
+import {
+  type AuditFragment,
+  type AuditLog,
+  auditFragment,
+  auditKind,
+  normalizeForAudit,
+  rowsOfTag,
+  type SessionAudit,
+} from './audit.js';
 import { CatalogUnavailable } from './catalog-source.js';
 import { GateMemo } from './gate-memo.js';
 import type { MemoryBudget } from './memory-budget.js';
@@ -56,6 +64,29 @@ function auditText(statement: StatementPlan['statement'], sql: string): string {
     auditTexts.set(statement, t);
   }
   return t;
+}
+
+/** The audit fields of each plan's executions (kind, text, decision, masked columns), serialized once. */
+const planAudits = new WeakMap<StatementPlan, AuditFragment>();
+/**
+ * The audit fragment of a statement that ran under `plan` (`sql`: the text it came in): columns
+ * masked at read (the rewrite masks them upstream) count as masked.
+ */
+function planAudit(plan: StatementPlan, sql: string): AuditFragment {
+  let f = planAudits.get(plan);
+  if (f === undefined) {
+    const mask = plan.maskedAtRead ?? plan.mask;
+    const masked =
+      mask.size > 0 ? [...mask].map((i) => plan.statement.resultColumns[i]?.name ?? String(i)) : undefined;
+    f = auditFragment({
+      kind: auditKind(plan.statement),
+      sql: auditText(plan.statement, sql),
+      decision: masked ? 'masked' : 'allowed',
+      ...(masked ? { masked } : {}),
+    });
+    planAudits.set(plan, f);
+  }
+  return f;
 }
 
 /**
@@ -365,38 +396,21 @@ export abstract class RelayCore {
     sent = started,
   ): void {
     const s = this.o.gateSession;
-    const mask = plan?.maskedAtRead ?? plan?.mask;
-    const masked =
-      plan && mask && mask.size > 0
-        ? [...mask].map((i) => plan.statement.resultColumns[i]?.name ?? String(i))
-        : undefined;
-    const rows = rowsOfTag(tag);
+    const fragment = plan
+      ? planAudit(plan, sql)
+      : auditFragment({ kind: auditKind(undefined), sql: normalizeForAudit(sql), decision: 'allowed' });
     const now = performance.now();
-    const durationMs = Math.round((now - started) * 1000) / 1000;
-    const kind = auditKind(plan?.statement);
-    statementRan(kind, masked ? masked.length : 0, s.roles, sent > 0 ? now - sent : -1);
+    const masked = fragment.fields.masked;
+    statementRan(fragment.fields.kind, masked ? masked.length : 0, s.roles, sent > 0 ? now - sent : -1);
     this.queries++;
     this.queryTimeUs += (now - started) * 1000;
     this.lastStatementAt = now;
-    this.auditLines.write(
+    this.auditLines.ran(
       s.roles,
       s.paths.paths().searchPath,
-      masked
-        ? {
-            kind,
-            sql: plan ? auditText(plan.statement, sql) : normalizeForAudit(sql),
-            decision: 'masked',
-            masked,
-            durationMs,
-            ...(rows !== undefined ? { rows } : {}),
-          }
-        : {
-            kind,
-            sql: plan ? auditText(plan.statement, sql) : normalizeForAudit(sql),
-            decision: 'allowed',
-            durationMs,
-            ...(rows !== undefined ? { rows } : {}),
-          },
+      fragment,
+      Math.round((now - started) * 1000) / 1000,
+      rowsOfTag(tag),
     );
   }
 

@@ -1,7 +1,7 @@
 // A session's audit lines: byte for byte what pino writes for the same fields, put together without pino's per-call work where the logger allows it.
 import pino, { type Logger } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { AuditLog, type StatementAuditFields } from '../../../src/proxy/audit.js';
+import { AuditLog, auditFragment, type StatementAuditFields } from '../../../src/proxy/audit.js';
 
 /** A pino logger writing to memory, with a fixed clock so lines compare as strings. */
 function memoryLogger(opts: pino.LoggerOptions = {}): { logger: Logger; lines: string[] } {
@@ -70,6 +70,38 @@ describe('SessionAudit', () => {
     });
     expect(parsed.sql).toBe(STATEMENTS[1]?.sql);
     expect(JSON.parse(lines[3] as string).durationMs).toBeNull();
+  });
+
+  it('writes a statement that ran from its fragment (serialized once) as pino writes the same fields', () => {
+    const { logger, lines } = memoryLogger();
+    const session = new AuditLog(logger, () => 'epoch-1').session(SESSION);
+    const plain = auditFragment({
+      kind: 'SELECT',
+      sql: 'SELECT abalance FROM a WHERE aid = $1',
+      decision: 'allowed',
+    });
+    const masked = auditFragment({
+      kind: 'SELECT',
+      sql: 'SELECT "é\n" FROM t',
+      decision: 'masked',
+      masked: ['email'],
+    });
+    session.ran(ROLES, PATH, plain, 0.042, 1);
+    session.ran(ROLES, PATH, masked, 3, undefined);
+    session.ran(['viewer'], PATH, plain, Number.POSITIVE_INFINITY, 0);
+    expect(lines[0]).toBe(pinoLine({ ...plain.fields, durationMs: 0.042, rows: 1 }, 'epoch-1'));
+    expect(lines[1]).toBe(pinoLine({ ...masked.fields, durationMs: 3 }, 'epoch-1'));
+    expect(JSON.parse(lines[1] as string).masked).toEqual(['email']);
+    expect(JSON.parse(lines[2] as string)).toMatchObject({ roles: ['viewer'], durationMs: null, rows: 0 });
+    // A logger pino must write for: the same fields through it.
+    const m = memoryLogger({ mixin: () => ({ host: 'h1' }) });
+    new AuditLog(m.logger, () => 'epoch-1').session(SESSION).ran(ROLES, PATH, plain, 1, 2);
+    expect(JSON.parse(m.lines[0] as string)).toMatchObject({
+      host: 'h1',
+      sql: plain.fields.sql,
+      durationMs: 1,
+      rows: 2,
+    });
   });
 
   it('serializes the session fields again when the roles, the path or the epoch change', () => {
