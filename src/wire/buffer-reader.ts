@@ -2,6 +2,9 @@
 import { isUtf8 } from 'node:buffer';
 import { ProtocolError } from './protocol-error.js';
 
+/** Strings up to this many bytes are checked for ASCII in a loop before the native UTF-8 check. */
+const ASCII_SCAN_BYTES = 128;
+
 /**
  * Sequential reader of a message payload (the bytes after the type byte and Int32 length).
  * Integers are big-endian (network order) as everywhere in the protocol. Strings are NUL-terminated
@@ -103,9 +106,15 @@ export class BufferReader {
    * Throws ProtocolError 08P01 when no NUL follows, 22021 on invalid UTF-8.
    */
   cstring(field = 'String'): string {
-    const end = this.buf.indexOf(0, this.pos);
+    const buf = this.buf;
+    const start = this.pos;
+    const end = buf.indexOf(0, start);
     if (end < 0) this.fail(`missing NUL terminator in ${field}`);
-    const v = utf8(this.buf.subarray(this.pos, end), this.what, field);
+    // Names, tags and short texts are mostly ASCII: checked here byte by byte, read without a view
+    // (issue 18: a subarray and a native UTF-8 check per field cost more than the loop).
+    let ascii = end - start <= ASCII_SCAN_BYTES;
+    for (let i = start; ascii && i < end; i++) if ((buf[i] as number) >= 0x80) ascii = false;
+    const v = ascii ? buf.toString('latin1', start, end) : utf8(buf.subarray(start, end), this.what, field);
     this.pos = end + 1;
     return v;
   }
