@@ -22,6 +22,14 @@ interface Entry {
 
 /** Most texts a memo holds (each map); when full it starts over. */
 const MAX_ENTRIES = 64;
+/**
+ * Longest text memoized (UTF-16 code units): the memo is for short hot statements; a longer one is
+ * decided anew each time. Without it a session held its last 64 texts whatever their size (issue 16
+ * item 2: 24 sessions each kept their 60 MB statement, 1.4 GB of heap outside the memory budget).
+ */
+export const MAX_MEMO_TEXT = 4096;
+/** Most code units of text (keys and rewritten texts) one map holds; when over it starts over. */
+const MAX_MEMO_UNITS = 64 * 1024;
 
 /**
  * The gate's allowed results of one session, by text (issue 18: the hot path decides pgbench's
@@ -38,9 +46,13 @@ const MAX_ENTRIES = 64;
 export class GateMemo {
   private readonly exact = new Map<string, Entry>();
   private readonly lexical = new Map<string, Entry>();
+  /** Code units of text held by each map (keys and rewritten texts). */
+  private exactUnits = 0;
+  private lexicalUnits = 0;
 
   /** The memoized result for `sql` now, or undefined (then the gate decides, and {@link keep}s it). */
   get(sql: string, session: GateSession, catalog: Catalog): Allowed | undefined {
+    if (sql.length > MAX_MEMO_TEXT) return undefined;
     const hit = this.exact.get(sql);
     if (hit) return current(hit, session, catalog) ? hit.result : undefined;
     if (this.lexical.size === 0) return undefined;
@@ -64,6 +76,7 @@ export class GateMemo {
     result: Allowed,
     sharedByLiterals: boolean,
   ): void {
+    if (sql.length > MAX_MEMO_TEXT) return;
     if (result.rest !== undefined || result.head !== undefined) return;
     if (result.plans.some((p) => p.effects.length > 0 || p.changesCatalog)) return;
     const entry: Entry = {
@@ -74,13 +87,22 @@ export class GateMemo {
       paths: session.paths.paths(),
       walls: wallSwitches(),
     };
-    if (this.exact.size >= MAX_ENTRIES) this.exact.clear();
+    const units = sql.length + (result.sent?.text.length ?? 0);
+    if (this.exact.size >= MAX_ENTRIES || this.exactUnits + units > MAX_MEMO_UNITS) {
+      this.exact.clear();
+      this.exactUnits = 0;
+    }
     this.exact.set(sql, entry);
+    this.exactUnits += units;
     if (!sharedByLiterals) return;
     const lex = lexicalKey(sql);
     if (lex === null) return;
-    if (this.lexical.size >= MAX_ENTRIES) this.lexical.clear();
+    if (this.lexical.size >= MAX_ENTRIES || this.lexicalUnits + units > MAX_MEMO_UNITS) {
+      this.lexical.clear();
+      this.lexicalUnits = 0;
+    }
     this.lexical.set(lex, entry);
+    this.lexicalUnits += units;
   }
 }
 
