@@ -46,7 +46,12 @@ export function maskAtRead(
     };
   }
   const hiddenOrigin = originCheck(catalog, hiddenOf);
-  const extra = sent.changed ? { hiddenOrigin, sent } : { hiddenOrigin };
+  // A plan keeps what maps the upstream's error positions back, not the text: plans live until
+  // their statement completes, and a rewritten 60 MB text held meanwhile was outside the memory
+  // budget (issue 16 item 2).
+  const extra = sent.changed
+    ? { hiddenOrigin, sent: { positions: sent.positions, names: sent.names } }
+    : { hiddenOrigin };
   const masked = plans.map((p) =>
     isRewritten(p.statement.nodeType, {})
       ? { ...p, ...extra, mask: new Set<number>(), ...(p.mask.size > 0 ? { maskedAtRead: p.mask } : {}) }

@@ -90,6 +90,26 @@ function planAudit(plan: StatementPlan, sql: string): AuditFragment {
 }
 
 /**
+ * Texts at least this long (UTF-16 code units) are not kept while their replies are awaited (see
+ * {@link textToKeep}).
+ */
+const KEPT_TEXT_MAX = 64 * 1024;
+
+/**
+ * The text a reply entry keeps for the statements `plans` of `sql` until their CommandComplete:
+ * `sql` itself when it is short or when a statement's effects read it (a PREPARE stores its text);
+ * otherwise each statement's audit text is made now and '' is kept. A huge statement's text is
+ * then not held while the upstream runs it: the memory budget is given back once its message has
+ * been sent, and 24 sessions each held their 60 MB text meanwhile (issue 16 item 2).
+ */
+export function textToKeep(sql: string, plans: readonly StatementPlan[]): string {
+  if (sql.length < KEPT_TEXT_MAX) return sql;
+  if (plans.some((p) => p.effects.some((e) => e.kind === 'prepare'))) return sql;
+  for (const p of plans) auditText(p.statement, sql);
+  return '';
+}
+
+/**
  * Puts one entry of a map (prepared statements, portals) back as it was when this was made: for a
  * message the upstream refused or skipped, whose effect on the name therefore never happened.
  */

@@ -5,7 +5,7 @@ import { BackendCode } from '../wire/codes.js';
 import type { Frame } from '../wire/framer.js';
 import { decodeQuery } from '../wire/frontend.js';
 import { query as encodeQuery } from '../wire/frontend-encode.js';
-import type { Expect } from './relay-core.js';
+import { type Expect, textToKeep } from './relay-core.js';
 import { ResultRelay } from './relay-results.js';
 import { type GateResult, gate, type StatementPlan } from './statement-gate.js';
 
@@ -43,7 +43,8 @@ export abstract class SimpleQueryRelay extends ResultRelay {
       }
       return this.staged(result.plans, result.head, result.sent?.text ?? result.head, result.rest, started);
     }
-    this.expects.push({ t: 'query', plans: result.plans, index: 0, sql, started, sent: this.gatedAt });
+    const kept = textToKeep(sql, result.plans);
+    this.expects.push({ t: 'query', plans: result.plans, index: 0, sql: kept, started, sent: this.gatedAt });
     // Mask at read: the rewritten text goes up instead of the caller's (wall 2).
     this.send(result.sent ? encodeQuery(result.sent.text) : q.f.bytes);
     this.batchOpen = false;
@@ -116,7 +117,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
         t: 'query',
         plans,
         index: 0,
-        sql,
+        sql: textToKeep(sql, plans),
         started,
         held: (status) => {
           resolve(status === 'T');
