@@ -42,6 +42,13 @@ export class PositionMap {
   }
 }
 
+/** Code points of UTF-8 `b` (well-formed): every byte that is not a continuation byte starts one. */
+function utf8CodePoints(b: Uint8Array): number {
+  let n = 0;
+  for (let i = 0; i < b.length; i++) if (((b[i] as number) & 0xc0) !== 0x80) n++;
+  return n;
+}
+
 function codePoints(s: string): number {
   let n = 0;
   for (const _ of s) n++;
@@ -57,19 +64,21 @@ export function applyEdits(
   edits: readonly Edit[],
 ): { text: string; positions: PositionMap } | null {
   const sorted = [...edits].sort((a, b) => a.start - b.start || a.end - b.end);
-  const parts: string[] = [];
+  // The text is assembled as bytes and decoded once: kept stretches are views, not strings (a 60 MB
+  // literal was decoded once for its stretch and again for the joined text, issue 16 item 2).
+  const parts: Buffer[] = [];
   const segments: Segment[] = [];
   let at = 0;
   let fromChars = 0;
   let toChars = 0;
   for (const e of sorted) {
     if (e.start < at || e.end < e.start) return null;
-    const keep = bytes.subarray(at, e.start).toString('utf8');
-    const keptChars = codePoints(keep);
+    const keep = bytes.subarray(at, e.start);
+    const keptChars = utf8CodePoints(keep);
     fromChars += keptChars;
     toChars += keptChars;
-    parts.push(keep, e.text);
-    const removed = codePoints(bytes.subarray(e.start, e.end).toString('utf8'));
+    parts.push(keep, Buffer.from(e.text, 'utf8'));
+    const removed = utf8CodePoints(bytes.subarray(e.start, e.end));
     const added = codePoints(e.text);
     segments.push({
       fromStart: fromChars,
@@ -81,6 +90,6 @@ export function applyEdits(
     toChars += added;
     at = e.end;
   }
-  parts.push(bytes.subarray(at).toString('utf8'));
-  return { text: parts.join(''), positions: new PositionMap(segments) };
+  parts.push(bytes.subarray(at));
+  return { text: Buffer.concat(parts).toString('utf8'), positions: new PositionMap(segments) };
 }

@@ -4,7 +4,7 @@ import { catalogKey } from '../catalog/types.js';
 import { MASK_VALUE, SYSTEM_COLUMNS } from './masking-subquery.js';
 import { returningEdits } from './returning-masks.js';
 import type { RewriteContext } from './rewrite-sql.js';
-import { tokenize } from './sql-tokens.js';
+import { type Token, tokenize } from './sql-tokens.js';
 import { isRangeVar, isRewritten, type Obj, walkStatement } from './tree-walk.js';
 
 function str(v: unknown): string {
@@ -102,7 +102,8 @@ function targets(v: unknown, nodeType: string): Set<Obj> {
 export function selfCheck(text: string, generated: ReadonlySet<string>, ctx: RewriteContext): string | null {
   const parsed = ctx.parse(text);
   if (!parsed.ok) return `the rewritten text does not parse (${parsed.refusal.message})`;
-  const tokens = tokenize(Buffer.from(text, 'utf8'));
+  // Lexed only for a RETURNING check: the text is not copied to bytes otherwise (issue 16 item 2).
+  let tokens: Token[] | undefined;
   for (const st of parsed.parsed.statements) {
     const node = (st.node ?? {}) as Obj;
     if (!isRewritten(st.nodeType, node)) continue;
@@ -134,6 +135,7 @@ export function selfCheck(text: string, generated: ReadonlySet<string>, ctx: Rew
     for (const dml of found.dml) {
       const rel = hiddenRel(dml.target);
       if (!rel) continue;
+      tokens ??= tokenize(Buffer.from(text, 'utf8'));
       const left = returningEdits(dml, rel, ctx.hiddenOf(rel), tokens);
       if ('refusal' in left || left.length > 0)
         return `RETURNING of ${rel.schema}.${rel.name} still reads a hidden column`;

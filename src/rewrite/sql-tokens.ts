@@ -4,8 +4,9 @@
  * Token kinds the rewrite tells apart. `ident` is an unquoted identifier or keyword (its `text`
  * folded to lower case, as Postgres folds it); `qident` a quoted identifier ("…" or U&"…", `text`
  * is its body, undoubled, escapes left as written); `string` any string constant ('…', E'…',
- * B'…', X'…', N'…', U&'…', $tag$…$tag$); `number`; `param` ($1); `op` an operator or punctuation
- * character sequence (`(`, `)`, `,`, `.`, `;`, `[`, `]`, `*` are always one character each).
+ * B'…', X'…', N'…', U&'…', $tag$…$tag$; its `text` is '': no rewrite reads a literal's value, and
+ * a copy of a 60 MB literal was held outside the memory budget, issue 16 item 2); `number`;
+ * `param` ($1); `op` an operator or punctuation character sequence (`(`, `)`, `,`, `.`, `;`, `[`, `]`, `*` are always one character each).
  */
 export type TokenKind = 'ident' | 'qident' | 'string' | 'number' | 'param' | 'op';
 
@@ -90,13 +91,13 @@ export function tokenize(bytes: Uint8Array): Token[] {
     const lower = c | 0x20;
     if ((lower === 0x65 || lower === 0x62 || lower === 0x78 || lower === 0x6e) && bytes[i + 1] === 0x27) {
       i = endOfString(bytes, i + 1, lower === 0x65);
-      out.push({ kind: 'string', start, end: i, text: text(start, i) });
+      out.push({ kind: 'string', start, end: i, text: '' });
       continue;
     }
     if (lower === 0x75 && bytes[i + 1] === 0x26 && (bytes[i + 2] === 0x27 || bytes[i + 2] === 0x22)) {
       if (bytes[i + 2] === 0x27) {
         i = endOfString(bytes, i + 2, false);
-        out.push({ kind: 'string', start, end: i, text: text(start, i) });
+        out.push({ kind: 'string', start, end: i, text: '' });
       } else {
         i = endOfQuoted(bytes, i + 2);
         out.push({ kind: 'qident', start, end: i, text: text(start + 3, i - 1).replaceAll('""', '"') });
@@ -105,7 +106,7 @@ export function tokenize(bytes: Uint8Array): Token[] {
     }
     if (c === 0x27) {
       i = endOfString(bytes, i, false);
-      out.push({ kind: 'string', start, end: i, text: text(start, i) });
+      out.push({ kind: 'string', start, end: i, text: '' });
       continue;
     }
     if (c === 0x22) {
@@ -128,7 +129,7 @@ export function tokenize(bytes: Uint8Array): Token[] {
         const close = Buffer.from(bytes.buffer, bytes.byteOffset, n).indexOf(tag, j + 1);
         if (close < 0) throw new LexError('unterminated dollar-quoted string', start);
         i = close + tag.length;
-        out.push({ kind: 'string', start, end: i, text: text(start, i) });
+        out.push({ kind: 'string', start, end: i, text: '' });
         continue;
       }
       i++;
