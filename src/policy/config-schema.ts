@@ -374,6 +374,11 @@ export const configSchema = z
           .min(1 << 20)
           .optional(),
         /**
+         * How long a large message may wait for the memory budget (ms): a client message then gets
+         * ERROR 53200, that message only; an upstream one ends the session with FATAL 53200. Read at start.
+         */
+        memory_wait_ms: z.number().int().positive().default(60_000),
+        /**
          * Largest statement text handed to the SQL parser, in bytes, after string literals of 1 KiB
          * and over in places no analysis reads are set aside; a longer one is refused with 54000
          * (issue 16 item 2). Dense SQL costs about 3 to 6 s of analysis per MiB. Read at start.

@@ -33,6 +33,9 @@ export function defaultMemoryBudget(): number {
   return Math.floor(total / 4);
 }
 
+/** How long a message waits for budget by default before it is given up (ms; limits.memory_wait_ms). */
+export const DEFAULT_MEMORY_WAIT_MS = 60_000;
+
 /** A wait for budget: called once, with no arguments, when the bytes have been taken. */
 export type Grant = () => void;
 
@@ -67,8 +70,10 @@ export class MemoryBudget {
   private watch: NodeJS.Timeout | undefined;
 
   /**
-   * Input: the budget in bytes (> 0), and how long a wait may last while a holder is stalled
-   * (ms, default {@link STALLED_HOLD_MS}).
+   * Input: the budget in bytes (> 0), how long a wait may last while a holder is stalled (ms,
+   * default {@link STALLED_HOLD_MS}), and how long a message may wait at all (ms, > 0;
+   * limits.memory_wait_ms) before MessageHold gives it up (53200): holders that all move, however
+   * slowly, are never evicted, and a wait must still end.
    *
    * A wait is never ended by a holder that is not there: one session whose client stops reading a
    * large row it asked for (or announces a large message and sends no more of it) would otherwise
@@ -80,6 +85,7 @@ export class MemoryBudget {
   constructor(
     readonly limit: number,
     private readonly stallMs = STALLED_HOLD_MS,
+    readonly waitMs: number = DEFAULT_MEMORY_WAIT_MS,
   ) {}
 
   /** Registers a holder that may be evicted when stalled; returns the function that removes it. */
@@ -177,6 +183,26 @@ export class MemoryBudget {
 /** What {@link MessageHold.arrive} found: go on, or a message that can never fit (refuse it, 53200). */
 export type HoldVerdict = 'ok' | 'too-large';
 
+/** The framer a {@link MessageHold} reads (MessageFramer): the message now arriving, and assembling it in place. */
+export interface HeldFramer {
+  readonly pendingMessageBytes: number;
+  readonly cutCount: number;
+  /** Assembles the message now arriving in one buffer from now on (MessageFramer.assemblePending). */
+  assemblePending?(): void;
+}
+
+/** Options of a {@link MessageHold}. */
+export interface MessageHoldOptions {
+  /** Longest wait for budget (ms), default the budget's `waitMs`. */
+  readonly waitMs?: number;
+  /**
+   * Called when a wait ran out: the take has been withdrawn and nothing of the message is counted;
+   * the caller gives the message up (the socket stays paused until it resumes it). Input: the
+   * message's size in bytes and the wait in ms. Without it the wait does not end.
+   */
+  readonly onWaitTimeout?: (size: number, waitedMs: number) => void;
+}
+
 /**
  * The budget one direction of one connection holds (issue 16 item 2): the bytes of the large
  * message now arriving on `socket` (taken when its header has arrived; `socket` is paused until
@@ -189,6 +215,7 @@ export class MessageHold {
   private arrivingId = -1;
   private inFlight = 0;
   private waiter: Grant | undefined;
+  private waitTimer: NodeJS.Timeout | undefined;
   private closed = false;
   /** When bytes of a held message last arrived or were handed on (ms since the epoch). */
   private moved = Date.now();
@@ -204,6 +231,7 @@ export class MessageHold {
     private readonly budget: MemoryBudget | undefined,
     private readonly socket: { pause(): unknown; resume(): unknown },
     evict?: () => void,
+    private readonly opts: MessageHoldOptions = {},
   ) {
     this.unregister =
       budget && evict
@@ -213,6 +241,13 @@ export class MessageHold {
             evict,
           })
         : undefined;
+  }
+
+  private stopWait(): void {
+    if (this.waiter) this.budget?.cancel(this.waiter);
+    this.waiter = undefined;
+    if (this.waitTimer) clearTimeout(this.waitTimer);
+    this.waitTimer = undefined;
   }
 
   /** The last time this hold moved: a held message written on since the last look counts as now. */
@@ -237,8 +272,7 @@ export class MessageHold {
     this.moved = Date.now();
     if (this.waiter) {
       // All of it arrived before the pause took effect: the bytes are here, nothing left to wait for.
-      this.budget?.cancel(this.waiter);
-      this.waiter = undefined;
+      this.stopWait();
       this.arriving = 0;
       this.arrivingId = -1;
       this.socket.resume();
@@ -255,9 +289,11 @@ export class MessageHold {
    * After a chunk was framed: takes budget for the large message now arriving, if any, pausing
    * the socket until granted (and again while still waiting, when someone else resumed it).
    * Output: 'too-large' for a message whose held cost ({@link heldCost}) exceeds the whole budget
-   * (the caller skips it and refuses it), else 'ok'.
+   * (the caller skips it and refuses it), else 'ok'. Once granted, the framer assembles the message
+   * in place (one copy of it in memory while it arrives). A wait longer than `waitMs` is withdrawn
+   * and reported to `onWaitTimeout` (the caller refuses the message, 53200).
    */
-  arrive(framer: { readonly pendingMessageBytes: number; readonly cutCount: number }): HoldVerdict {
+  arrive(framer: HeldFramer): HoldVerdict {
     // A chunk of the arriving message came: the client is sending it.
     if (this.arrivingId >= 0) this.moved = Date.now();
     if (this.waiter) {
@@ -274,12 +310,33 @@ export class MessageHold {
     this.moved = Date.now();
     const grant: Grant = () => {
       this.waiter = undefined;
-      if (this.closed) this.budget?.release(cost);
-      else this.socket.resume();
+      if (this.waitTimer) clearTimeout(this.waitTimer);
+      this.waitTimer = undefined;
+      if (this.closed) {
+        this.budget?.release(cost);
+        return;
+      }
+      framer.assemblePending?.();
+      this.socket.resume();
     };
-    if (!this.budget.take(cost, grant)) {
-      this.waiter = grant;
-      this.socket.pause();
+    if (this.budget.take(cost, grant)) {
+      framer.assemblePending?.();
+      return 'ok';
+    }
+    this.waiter = grant;
+    this.socket.pause();
+    const onTimeout = this.opts.onWaitTimeout;
+    if (onTimeout) {
+      const waitMs = this.opts.waitMs ?? this.budget.waitMs;
+      this.waitTimer = setTimeout(() => {
+        this.waitTimer = undefined;
+        if (this.waiter !== grant) return;
+        this.stopWait();
+        this.arriving = 0;
+        this.arrivingId = -1;
+        onTimeout(size, waitMs);
+      }, waitMs);
+      this.waitTimer.unref();
     }
     return 'ok';
   }
@@ -314,8 +371,7 @@ export class MessageHold {
     this.unregister?.();
     this.outs.clear();
     if (this.waiter) {
-      this.budget?.cancel(this.waiter);
-      this.waiter = undefined;
+      this.stopWait();
       this.arriving = 0;
     }
     this.budget?.release(this.arriving + this.inFlight);

@@ -26,9 +26,21 @@ export class Relay extends UpstreamRepliesRelay {
    * other sessions wait for the budget while this one's client neither reads what is held for it
    * nor sends the rest of a message it announced, the budget ends this session (memory-budget.ts).
    */
-  private readonly clientHold = new MessageHold(this.o.memory, this.o.client, () => this.stalled());
-  private readonly upstreamHold = new MessageHold(this.o.memory, this.o.upstream.socket, () =>
-    this.stalled(),
+  private readonly clientHold = new MessageHold(this.o.memory, this.o.client, () => this.stalled(), {
+    onWaitTimeout: (size, waitedMs) => this.clientWaitedOut(size, waitedMs),
+  });
+  private readonly upstreamHold = new MessageHold(
+    this.o.memory,
+    this.o.upstream.socket,
+    () => this.stalled(),
+    {
+      onWaitTimeout: (size, waitedMs) =>
+        this.upstreamOutOfMemory(
+          size,
+          `waited ${waitedMs} ms for`,
+          'upstream message waited out the memory budget',
+        ),
+    },
   );
 
   /**
@@ -51,8 +63,8 @@ export class Relay extends UpstreamRepliesRelay {
   }
   /** Client messages that hold budget, with the bytes (given back once handled and sent upstream). */
   private readonly held = new WeakMap<Frame, number>();
-  /** Stand-ins for client messages too large for the budget, with their sizes: answered 53200. */
-  private readonly tooLarge = new WeakMap<Frame, number>();
+  /** Stand-ins for client messages refused for the budget, with their 53200 messages. */
+  private readonly tooLarge = new WeakMap<Frame, string>();
 
   override stop(): void {
     super.stop();
@@ -87,19 +99,44 @@ export class Relay extends UpstreamRepliesRelay {
       const hold = this.upstreamHold;
       hold.releaseAfterDrain(hold.completed(upstream.framer), client);
       if (hold.arrive(upstream.framer) === 'too-large') {
-        const size = upstream.framer.pendingMessageBytes;
-        this.o.log.warn(
-          { event: 'memory-budget', size, from: 'upstream' },
+        this.upstreamOutOfMemory(
+          upstream.framer.pendingMessageBytes,
+          'does not fit in',
           'upstream message over the memory budget',
         );
-        this.o.terminate({
-          severity: 'FATAL',
-          code: '53200',
-          message: `out of memory: a message of ${size} bytes from the server does not fit in pgwarden's memory budget of ${this.o.memory?.limit} bytes (limits.memory_budget_bytes)`,
-        });
       }
     });
     upstream.socket.resume();
+  }
+
+  /** A message from the upstream that cannot be held (`how`: why): the session ends, FATAL 53200. */
+  private upstreamOutOfMemory(size: number, how: string, logged: string): void {
+    this.o.log.warn({ event: 'memory-budget', size, from: 'upstream' }, logged);
+    this.o.terminate({
+      severity: 'FATAL',
+      code: '53200',
+      message: `out of memory: a message of ${size} bytes from the server ${how} pgwarden's memory budget of ${this.o.memory?.limit} bytes (limits.memory_budget_bytes)`,
+    });
+  }
+
+  /**
+   * A client message waited longer than limits.memory_wait_ms for budget: it is given up (its bytes
+   * dropped as they arrive) and answered 53200 in its turn, that message only; the session goes on.
+   */
+  private clientWaitedOut(size: number, waitedMs: number): void {
+    if (this.closed) return;
+    this.o.log.info(
+      { event: 'memory-budget', size, from: 'client', waitedMs },
+      'client message waited out the memory budget',
+    );
+    const stand: Frame = { code: this.framer.skipPending(), bytes: EMPTY, payload: EMPTY };
+    this.tooLarge.set(
+      stand,
+      `out of memory: a message of ${size} bytes waited ${waitedMs} ms for pgwarden's memory budget of ${this.o.memory?.limit} bytes (limits.memory_budget_bytes, limits.memory_wait_ms)`,
+    );
+    this.inbox.push(stand);
+    if (!this.ignoringClient) this.o.client.resume();
+    if (!this.working) void this.drain();
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -123,7 +160,10 @@ export class Relay extends UpstreamRepliesRelay {
       // Never buffered: its bytes are dropped as they arrive, and it is answered in its turn.
       const size = this.framer.pendingMessageBytes;
       const stand: Frame = { code: this.framer.skipPending(), bytes: EMPTY, payload: EMPTY };
-      this.tooLarge.set(stand, size);
+      this.tooLarge.set(
+        stand,
+        `out of memory: a message of ${size} bytes does not fit in pgwarden's memory budget of ${this.o.memory?.limit} bytes (limits.memory_budget_bytes)`,
+      );
       frames.push(stand);
     }
     this.inbox.push(...frames);
@@ -219,13 +259,8 @@ export class Relay extends UpstreamRepliesRelay {
 
   /** One client message; returns a promise when it must wait for a decision. Throws ProtocolError for a malformed one. */
   private handleClient(f: Frame): Promise<void> | undefined {
-    const size = this.tooLarge.get(f);
-    if (size !== undefined) {
-      throw new ProtocolError(
-        `out of memory: a message of ${size} bytes does not fit in pgwarden's memory budget of ${this.o.memory?.limit} bytes (limits.memory_budget_bytes)`,
-        '53200',
-      );
-    }
+    const outOfMemory = this.tooLarge.get(f);
+    if (outOfMemory !== undefined) throw new ProtocolError(outOfMemory, '53200');
     switch (f.code) {
       case FrontendCode.Query:
         if (this.skipping) return undefined;

@@ -194,7 +194,11 @@ export async function startProxy(
   const analyses = createAnalysisCache({ maxAnalysisBytes: initial.config.limits.max_analysis_bytes });
   const decisions = new DecisionCache();
   const rewrites = new RewriteCache();
-  const memory = new MemoryBudget(initial.config.limits.memory_budget_bytes ?? defaultMemoryBudget());
+  const memory = new MemoryBudget(
+    initial.config.limits.memory_budget_bytes ?? defaultMemoryBudget(),
+    undefined,
+    initial.config.limits.memory_wait_ms,
+  );
   const audit = new AuditLog(opts.auditLogger ?? logger, () => configEpoch(current.config));
   policyInForce(configEpoch(initial.config), false);
   let nextId = 1;

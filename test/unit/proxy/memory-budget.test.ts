@@ -187,4 +187,60 @@ describe('MessageHold with a MessageFramer', () => {
     expect(new MessageHold(budget, fakeSocket()).arrive(framer)).toBe('ok');
     expect(budget.inUse).toBe(0);
   });
+
+  it('once granted, the framer assembles the message in one buffer: the chunks are not kept', () => {
+    const budget = new MemoryBudget(heldCost(size) * 2);
+    const hold = new MessageHold(budget, fakeSocket());
+    const framer = new MessageFramer({ maxMessageBytes: size * 4, startup: false });
+    framer.push(big.subarray(0, 1000));
+    hold.arrive(framer);
+    expect(framer.pendingMessageBytes).toBe(size);
+    expect(framer.buffered).toBe(1000);
+    const after = fe.query('SELECT 1');
+    const step = 64 * 1024;
+    const frames = [];
+    for (let at = 1000; at < size; at += step) {
+      const end = Math.min(size, at + step);
+      frames.push(
+        ...framer.push(end === size ? Buffer.concat([big.subarray(at, end), after]) : big.subarray(at, end)),
+      );
+    }
+    expect(frames).toHaveLength(2);
+    expect(frames[0]?.bytes.equals(big)).toBe(true);
+    expect(frames[1]?.bytes.equals(after)).toBe(true);
+    expect(frames[0]?.payload.equals(big.subarray(5))).toBe(true);
+    expect(framer.buffered).toBe(0);
+    expect(hold.completed(framer)).toBe(heldCost(size));
+  });
+
+  it('a wait longer than waitMs is withdrawn and reported; the message can then be skipped', () => {
+    vi.useFakeTimers();
+    try {
+      const budget = new MemoryBudget(heldCost(size) + 10, 60_000, 5000);
+      budget.take(20, () => {});
+      const socket = fakeSocket();
+      const timedOut: [number, number][] = [];
+      const hold = new MessageHold(budget, socket, undefined, {
+        onWaitTimeout: (s, ms) => timedOut.push([s, ms]),
+      });
+      const framer = new MessageFramer({ maxMessageBytes: size * 4, startup: false });
+      framer.push(big.subarray(0, 100));
+      hold.arrive(framer);
+      expect(budget.waiting).toBe(1);
+      vi.advanceTimersByTime(4999);
+      expect(timedOut).toEqual([]);
+      vi.advanceTimersByTime(1);
+      expect(timedOut).toEqual([[size, 5000]]);
+      expect(budget.waiting).toBe(0);
+      expect(framer.skipPending()).toBe(0x51);
+      // A later release grants nothing to the withdrawn wait, and nothing is counted for it.
+      budget.release(20);
+      expect(budget.inUse).toBe(0);
+      expect(socket.calls).toEqual(['pause']);
+      hold.close();
+      expect(budget.inUse).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });
