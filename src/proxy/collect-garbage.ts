@@ -15,13 +15,15 @@ function collector(): () => void {
 }
 
 /**
- * Runs one full collection `delayMs` after the last request (further requests meanwhile push it
- * back): the megabytes of a burst of large messages are unreachable once released, but V8 collects
- * an idle heap late, so the resident size would stay up (issue 16 item 2: it returns within a
- * minute after a burst). The timer does not keep the process alive.
+ * Runs one full collection `delayMs` after the first request not yet served (requests meanwhile
+ * join it, never push it back): the megabytes of a burst of large messages are unreachable once
+ * released, but V8 collects them late (a large string lives in old space until a full collection),
+ * so the resident size stays up during a burst and after it (issue 16 item 2: it returns within a
+ * minute after a burst). At most one collection per `delayMs`. The timer does not keep the process
+ * alive.
  */
 export function collectGarbageSoon(delayMs = 500): void {
-  if (timer) clearTimeout(timer);
+  if (timer) return;
   timer = setTimeout(() => {
     timer = undefined;
     collector()();
