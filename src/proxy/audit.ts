@@ -26,18 +26,26 @@ const EXPRESSION_KEYWORDS = new Set(
  */
 export function normalizeForAudit(sql: string): string {
   let maxParam = 0;
-  const marked = markLiterals(sql, (n) => {
-    if (n > maxParam) maxParam = n;
-  });
+  let cut = false;
+  const marked = markLiterals(
+    sql,
+    (n) => {
+      if (n > maxParam) maxParam = n;
+    },
+    () => {
+      cut = true;
+    },
+  );
   if (marked === undefined) return '[unterminated]';
   let k = maxParam;
-  return marked
+  const normalized = marked
     .replace(
       /\u0000(?:::([A-Za-z_][A-Za-z0-9_]*))?/g,
       (_m, type: string | undefined) => `$${++k}${type ? `::${type}` : ''}`,
     )
     .replace(/\s+/g, ' ')
     .trim();
+  return cut ? `${normalized} [truncated: ${sql.length} characters in all]` : normalized;
 }
 
 /** Words that end an ORDER BY / GROUP BY item (what may follow an ordinal such as `ORDER BY 2`). */
@@ -72,12 +80,28 @@ function isOrdinal(sql: string, end: number, out: string): boolean {
   return depth === 0;
 }
 
-/** The scan of {@link normalizeForAudit}: literals as LITERAL marks; undefined when unterminated. */
-function markLiterals(sql: string, param: (n: number) => void): string | undefined {
+/**
+ * Where the audit's scan of a statement stops (UTF-16 code units of its output, each literal one
+ * mark before its placeholder is numbered); the line then says it was cut. A 60 MB statement of
+ * names was scanned whole into a 2 GB string chain outside the memory budget, for 30 s (issue 16
+ * item 2). Placeholders of literals after the cut
+ * are not numbered, so a cut text's parameters may differ from the whole's.
+ */
+export const AUDIT_TEXT_MAX = 16 * 1024;
+
+/**
+ * The scan of {@link normalizeForAudit}: literals as LITERAL marks; undefined when unterminated.
+ * Stops between tokens once the output is longer than {@link AUDIT_TEXT_MAX} (`cut` is called).
+ */
+function markLiterals(sql: string, param: (n: number) => void, cut: () => void): string | undefined {
   let out = '';
   let i = 0;
   const n = sql.length;
   while (i < n) {
+    if (out.length > AUDIT_TEXT_MAX) {
+      cut();
+      break;
+    }
     const ch = sql[i] as string;
     const next = sql[i + 1];
     if (ch === '-' && next === '-') {
@@ -181,18 +205,20 @@ function markLiterals(sql: string, param: (n: number) => void): string | undefin
  * it (`date '2024-01-01'`, `interval '1 day'`), else plainly.
  */
 function typedLiteral(out: string): string {
+  // Only the end of `out` is read (a regex over all of it per literal was quadratic in the text).
   // The prefix of E'…', B'…', X'…', N'…' and U&'…' is part of the constant.
-  const prefix = /(?:^|[^A-Za-z0-9_$])([EeBbXxNn]|[Uu]&)$/.exec(out);
+  const prefix = /(?:^|[^A-Za-z0-9_$])([EeBbXxNn]|[Uu]&)$/.exec(out.slice(-3));
   if (prefix?.[1] !== undefined) return out.slice(0, out.length - prefix[1].length) + LITERAL;
-  const m = /([A-Za-z_][A-Za-z0-9_]*)\s*$/.exec(out);
-  const word = m?.[1];
-  if (
-    word === undefined ||
-    EXPRESSION_KEYWORDS.has(word.toLowerCase()) ||
-    /[."]$/.test(out.slice(0, m?.index))
-  )
+  // The last word before trailing whitespace: a run of [A-Za-z0-9_] without its leading digits.
+  let end = out.length;
+  while (end > 0 && /\s/.test(out[end - 1] as string)) end--;
+  let start = end;
+  while (start > 0 && /[A-Za-z0-9_]/.test(out[start - 1] as string)) start--;
+  while (start < end && /[0-9]/.test(out[start] as string)) start++;
+  const word = start < end ? out.slice(start, end) : undefined;
+  if (word === undefined || EXPRESSION_KEYWORDS.has(word.toLowerCase()) || /[."]/.test(out[start - 1] ?? ''))
     return out + LITERAL;
-  return `${out.slice(0, m?.index)}${LITERAL}::${word}`;
+  return `${out.slice(0, start)}${LITERAL}::${word}`;
 }
 
 /** One audit event (issue 5 "Audit"). Durations in milliseconds; `rows` from the CommandComplete tag. */

@@ -1,6 +1,6 @@
 // normalizeForAudit: literals become numbered placeholders after the text's own parameters, typed literals casts, and the text parses again.
 import { beforeAll, describe, expect, test } from 'vitest';
-import { normalizeForAudit } from '../../../src/proxy/audit.js';
+import { AUDIT_TEXT_MAX, normalizeForAudit } from '../../../src/proxy/audit.js';
 import { loadParser, type PgParser } from '../../../src/sql/parser.js';
 
 let parser: PgParser;
@@ -40,6 +40,23 @@ describe('normalizeForAudit', () => {
       expect(n).not.toMatch(/'|(?<!\$)\b[0-9]/);
       expect(parser.parse(n).ok).toBe(true);
     }
+  });
+
+  test('a huge statement is cut at AUDIT_TEXT_MAX between tokens, fast, and the line says so', () => {
+    const sql = Buffer.from(`SELECT ${"a, 'secret', ".repeat(2_000_000)}a`).toString();
+    const t = performance.now();
+    const n = normalizeForAudit(sql);
+    expect(performance.now() - t).toBeLessThan(2000);
+    // Each literal is one mark while scanning, numbered after: `$123456` at most seven times longer.
+    expect(n.length).toBeLessThan(7 * AUDIT_TEXT_MAX);
+    expect(n.startsWith('SELECT a, $1, a, $2, a, $3,')).toBe(true);
+    expect(n.endsWith(` [truncated: ${sql.length} characters in all]`)).toBe(true);
+    expect(n).not.toContain('secret');
+  });
+
+  test('a typed literal after a long text still becomes a cast of its placeholder', () => {
+    const sql = `select ${'x, '.repeat(5000)}interval '1 day', e'\\n', b'01'`;
+    expect(normalizeForAudit(sql).endsWith('x, $1::interval, $2, $3')).toBe(true);
   });
 });
 
