@@ -7,7 +7,7 @@ import { rewriteSql } from '../rewrite/rewrite-sql.js';
 import { isRewritten } from '../rewrite/tree-walk.js';
 import type { Analysis } from '../sql/analysis-types.js';
 import { loadedParser, majorOfServerVersion } from '../sql/parser.js';
-import type { GateResult, StatementPlan } from './statement-gate.js';
+import type { GateResult, StatementPlan } from './statement-plan.js';
 
 /**
  * Applies mask at read (DESIGN.md "Three walls", wall 2) to a decided string: the text to send

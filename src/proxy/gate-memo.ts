@@ -4,8 +4,9 @@ import type { Config } from '../policy/config-schema.js';
 import { type WallSwitches, wallSwitches } from '../policy/wall-switches.js';
 import { rewrittenFor } from '../rewrite/rewrite-cache.js';
 import { lexicalKey } from '../sql/lexical-key.js';
+import type { GateSession } from './gate-session.js';
 import type { SessionPaths } from './search-path-tracker.js';
-import type { GateResult, GateSession } from './statement-gate.js';
+import type { GateResult } from './statement-plan.js';
 
 type Allowed = GateResult & { ok: true };
 

@@ -21,16 +21,12 @@ import {
   type SessionAudit,
 } from './audit.js';
 import { CatalogUnavailable } from './catalog-source.js';
+import { sliceCodePoints } from './code-points.js';
 import { GateMemo } from './gate-memo.js';
+import type { GateSession } from './gate-session.js';
 import type { MemoryBudget } from './memory-budget.js';
-import {
-  type Decider,
-  type GateResult,
-  type GateSession,
-  gate,
-  type StatementPlan,
-  sliceCodePoints,
-} from './statement-gate.js';
+import { gate } from './statement-gate.js';
+import type { Decider, GateResult, StatementPlan } from './statement-plan.js';
 import type { UpstreamSession } from './upstream.js';
 
 /** A bound portal: the plan of its statement and the statement's text (for the audit). */

@@ -7,9 +7,10 @@ import { BackendCode } from '../wire/codes.js';
 import type { Frame } from '../wire/framer.js';
 import { decodeBind, decodeClose, decodeDescribe, decodeExecute, decodeParse } from '../wire/frontend.js';
 import { parse as encodeParse } from '../wire/frontend-encode.js';
+import { cursorPlan } from './gate-decision.js';
 import { type Expect, MapUndo, type PortalEntry, PROBE_STATEMENT, type PreparedEntry } from './relay-core.js';
 import { SimpleQueryRelay } from './relay-simple-query.js';
-import { cursorPlan, type GateResult, type StatementPlan } from './statement-gate.js';
+import type { GateResult, StatementPlan } from './statement-plan.js';
 
 /** Type OIDs of each catalog, for the parameter types of Parse. */
 const typeOids = new WeakMap<Catalog, ReadonlySet<number>>();

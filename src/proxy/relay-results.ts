@@ -1,10 +1,11 @@
 // Result replies: RowDescription checked against the predicted origins and masked, DataRow masked, CommandComplete's effects applied.
 import { errorResponse } from '../wire/backend.js';
 import type { Frame } from '../wire/framer.js';
+import { sliceCodePoints } from './code-points.js';
 import { hiddenOriginColumn, maskDataRow, maskRowDescription, originMismatch } from './masking.js';
 import { SCRATCH_BYTES } from './relay-core.js';
 import { InBandCatalogRelay } from './relay-in-band-catalog.js';
-import { type StatementPlan, sliceCodePoints } from './statement-gate.js';
+import type { StatementPlan } from './statement-plan.js';
 
 /**
  * The last RowDescription payload each plan accepted (a copy) and what went to the client for it

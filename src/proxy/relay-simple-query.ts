@@ -7,7 +7,8 @@ import { decodeQuery } from '../wire/frontend.js';
 import { query as encodeQuery } from '../wire/frontend-encode.js';
 import { type Expect, textToKeep } from './relay-core.js';
 import { ResultRelay } from './relay-results.js';
-import { type GateResult, gate, type StatementPlan } from './statement-gate.js';
+import { gate } from './statement-gate.js';
+import type { GateResult, StatementPlan } from './statement-plan.js';
 
 /** The savepoint a staged string runs under inside the client's own transaction block. */
 const STRING_SAVEPOINT = 'pgwarden_string';

@@ -18,7 +18,7 @@ import {
 } from './error-redaction.js';
 import type { Expect, MapUndo } from './relay-core.js';
 import { ExtendedProtocolRelay } from './relay-extended-protocol.js';
-import type { StatementPlan } from './statement-gate.js';
+import type { StatementPlan } from './statement-plan.js';
 
 /**
  * Upstream → client: each backend message goes to the head of the expected-replies queue; probe
