@@ -202,7 +202,13 @@ describe('a refresh that an unknown name asks for, while the catalog is locked (
       // Another transaction holds pg_attribute: every catalog read (shared or in-band) times out on its lock.
       await admin.query('BEGIN');
       await admin.query('LOCK TABLE pg_catalog.pg_attribute IN ACCESS EXCLUSIVE MODE');
-      await expect(c.query('SELECT k FROM made_upstream')).rejects.toMatchObject({ code: '58000' });
+      // 58000 when the read timed out on the lock; 57P03 when, on a loaded machine, the catalog
+      // connection could not even be opened meanwhile (the test server's connection slots are shared).
+      const refused = await c.query('SELECT k FROM made_upstream').then(
+        () => undefined,
+        (e: { code?: string }) => e.code,
+      );
+      expect(['58000', '57P03']).toContain(refused);
       // Postgres answers these at once; the failed refresh found no change to orgs.
       for (let i = 0; i < 3; i++) {
         const r = await timed(c.query('SELECT name FROM orgs'), 3000);
