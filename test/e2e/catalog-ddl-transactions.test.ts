@@ -199,6 +199,10 @@ describe('a refresh that an unknown name asks for, while the catalog is locked (
       await app.end();
       // Past the once-a-second limit on refreshes for unknown names.
       await new Promise((r) => setTimeout(r, 1100));
+      // Any change an earlier session of this file made known (its transaction ending late) is
+      // read now, before the lock: a known change must never be served from the last catalog, so
+      // one pending here would rightly fail the statements below.
+      expect((await c.query('SELECT name FROM orgs')).rows).toEqual([{ name: 'Acme' }]);
       // Another transaction holds pg_attribute: every catalog read (shared or in-band) times out on its lock.
       await admin.query('BEGIN');
       await admin.query('LOCK TABLE pg_catalog.pg_attribute IN ACCESS EXCLUSIVE MODE');
