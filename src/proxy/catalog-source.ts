@@ -43,12 +43,6 @@ interface DbState {
   url: string | pg.ClientConfig;
   /** The last catalog read successfully, kept while refreshes fail. */
   current?: Catalog;
-  /** The newest catalog whose after-read work (the grant sync of `roles: managed`) is done. */
-  granted?: Catalog;
-  /** The after-read work of the last read while it runs. */
-  granting?: Promise<void>;
-  /** The oldest catalog version `granted` may be: the first read after the last known change. */
-  grantedFrom: number;
   /** When `current` was read (ms since the epoch), and when the last full read was. */
   loadedAt: number;
   fullAt: number;
@@ -103,11 +97,9 @@ export class CatalogSource {
 
   /**
    * @param ttlMs how long a catalog is served before it is read again in full, in milliseconds.
-   * @param afterRead run after every read (the grant sync of `roles: managed`). The new catalog is
-   * handed out at once to callers that hold no grants of their own (`get`, `peek`); callers whose
-   * statements need the grants it brings (`{ granted: true }`: a set login's session) are handed it
-   * only once it is done, so a table made through pgwarden is granted before such a statement can
-   * name it. It must not reject.
+   * @param afterRead awaited after every read, before the new catalog is handed out (the grant sync
+   * of `roles: managed`: a table made through pgwarden is granted before a statement can name it).
+   * It must not reject.
    * @param log where read failures and recoveries are logged (once per failure streak).
    */
   constructor(
@@ -136,7 +128,6 @@ export class CatalogSource {
         changeGen: 0,
         loadedGen: 0,
         version: 0,
-        grantedFrom: 0,
         failures: 0,
         retryAt: 0,
         logged: false,
@@ -148,28 +139,10 @@ export class CatalogSource {
 
   /**
    * The current catalog of `database` (upstream `url`): the loaded one while no change is known,
-   * else a fresh read (shared with concurrent callers). With `granted`, one whose after-read work
-   * (the grant sync) is done and that has every change known before it was read (it waits for
-   * that work). Rejects with CatalogUnavailable when it cannot be read (at once while a failed
-   * read's backoff runs).
+   * else a fresh read (shared with concurrent callers). Rejects with CatalogUnavailable when it
+   * cannot be read (at once while a failed read's backoff runs).
    */
-  async get(
-    database: string,
-    url: string | pg.ClientConfig,
-    opts: { readonly granted?: boolean } = {},
-  ): Promise<Catalog> {
-    if (!opts.granted) return this.getRead(database, url);
-    for (;;) {
-      const now = this.peek(database, opts);
-      if (now) return now;
-      const read = await this.getRead(database, url);
-      const st = this.dbs.get(database);
-      if (!st?.granting) return read;
-      await st.granting;
-    }
-  }
-
-  private getRead(database: string, url: string | pg.ClientConfig): Promise<Catalog> {
+  get(database: string, url: string | pg.ClientConfig): Promise<Catalog> {
     const st = this.state(database, url) as DbState;
     const now = this.peek(database);
     if (now) return Promise.resolve(now);
@@ -178,7 +151,7 @@ export class CatalogSource {
       // A read that started before the last invalidation may miss the change: read once more after it.
       return f.gen === st.gen
         ? f.promise
-        : f.promise.catch(() => undefined).then(() => this.getRead(database, url));
+        : f.promise.catch(() => undefined).then(() => this.get(database, url));
     }
     if (Date.now() < st.retryAt && st.lastError) return Promise.reject(st.lastError);
     return this.load(database, st);
@@ -187,19 +160,15 @@ export class CatalogSource {
   /**
    * The loaded catalog of `database` while no change is known since it was read, without
    * waiting; undefined when it must be read first. Starts a read in the background when the TTL
-   * has passed or views are pending (the loaded catalog is served meanwhile). With `granted`:
-   * the newest catalog whose after-read work is done, if it has every change known before the
-   * last read (a refresh on the TTL serves the one before it until its grant sync is done);
-   * undefined while the sync after a known change runs.
+   * has passed or views are pending (the loaded catalog is served meanwhile).
    */
-  peek(database: string, opts: { readonly granted?: boolean } = {}): Catalog | undefined {
+  peek(database: string): Catalog | undefined {
     const st = this.dbs.get(database);
     if (!st?.current || st.dirty) return undefined;
     const pending = (catalogStamp(st.current)?.pending.size ?? 0) > 0;
     const due = Date.now() >= st.retryAt && (Date.now() - st.fullAt >= this.ttlMs || pending);
     if (due && !st.flight) this.load(database, st).catch(() => undefined);
-    if (!opts.granted) return st.current;
-    return st.granted && st.granted.version >= st.grantedFrom ? st.granted : undefined;
+    return st.current;
   }
 
   /** The last catalog read for `database`, even one a change or a failure has made stale; for fallbacks only. */
@@ -279,8 +248,6 @@ export class CatalogSource {
   private load(database: string, st: DbState): Promise<Catalog> {
     const gen = st.gen;
     const version = ++st.version;
-    // A read after a known change (or the first): the grants of the catalogs before it are stale.
-    if (st.dirty || !st.current) st.grantedFrom = version;
     // Incremental on top of the current catalog, unless the TTL asks for a full read.
     const base = st.current && Date.now() - st.fullAt < this.ttlMs ? st.current : undefined;
     const started = performance.now();
@@ -288,7 +255,7 @@ export class CatalogSource {
     const promise = this.read(st, version, base).then(
       async (catalog) => {
         catalogRead(database, kind, true, performance.now() - started);
-        this.grant(database, st, catalog);
+        await this.afterRead?.(database, catalog);
         const at = Date.now();
         this.log?.debug(
           {
@@ -333,25 +300,6 @@ export class CatalogSource {
     };
     promise.then(clear, clear);
     return promise;
-  }
-
-  /**
-   * Starts the after-read work for `catalog` (not awaited by the read: callers without grants of
-   * their own use the catalog meanwhile); `granted` follows it once done. Syncs run one after
-   * another, in the order of the reads (ManagedRoles queues them).
-   */
-  private grant(database: string, st: DbState, catalog: Catalog): void {
-    if (!this.afterRead) {
-      st.granted = catalog;
-      return;
-    }
-    const granting: Promise<void> = this.afterRead(database, catalog)
-      .catch(() => undefined)
-      .then(() => {
-        if (!st.granted || catalog.version > st.granted.version) st.granted = catalog;
-        if (st.granting === granting) st.granting = undefined;
-      });
-    st.granting = granting;
   }
 
   /**
@@ -404,7 +352,7 @@ export class CatalogSource {
           ? e.message
           : 'the upstream does not answer on the catalog connection';
     }
-    if (!st.current && upstream) await within(this.getRead(database, url)).catch(() => undefined);
+    if (!st.current && upstream) await within(this.get(database, url)).catch(() => undefined);
     const catalog = st.current !== undefined;
     if (!catalog && error === undefined) error = `the catalog of database "${database}" has not been read`;
     return { catalog, upstream, ...(error !== undefined ? { error } : {}) };

@@ -49,19 +49,13 @@ export class SessionCatalog {
    * @param catalogs the server's shared catalogs
    * @param database the session's database
    * @param dbClient the `pg` config a shared read of that database uses
-   * @param needsGrants the session logs in as a set login (`roles: managed`): it is handed a
-   * shared catalog only once the grant sync after its read is done (CatalogSource `granted`)
    */
   constructor(
     private readonly catalogs: CatalogSource,
     private readonly database: string,
     private readonly dbClient: ClientConfig,
     private readonly log: Logger,
-    needsGrants = false,
-  ) {
-    this.granted = { granted: needsGrants };
-  }
-  private readonly granted: { readonly granted: boolean };
+  ) {}
 
   /**
    * The catalog to analyze with (`refresh`: an unknown name asks for a fresh read, at most one a
@@ -89,7 +83,7 @@ export class SessionCatalog {
       if (own) return own;
     }
     try {
-      return await this.catalogs.get(database, this.dbClient, this.granted);
+      return await this.catalogs.get(database, this.dbClient);
     } catch (e) {
       // A shared read that fails does not fail a statement this connection can analyze.
       const own = await this.readOwn();
@@ -104,7 +98,7 @@ export class SessionCatalog {
   now(): Catalog | undefined {
     this.dropStaleOwn();
     if (this.own) return this.own;
-    return this.changedInTx ? undefined : this.catalogs.peek(this.database, this.granted);
+    return this.changedInTx ? undefined : this.catalogs.peek(this.database);
   }
 
   /** DDL or an origin mismatch: the own catalog is dropped, the shared one read again once the transaction ends. */
