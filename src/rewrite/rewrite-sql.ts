@@ -167,25 +167,30 @@ export function rewriteSql(
         );
       }
     }
-    for (const dml of found.dml) {
-      const b = targetBinding.get(dml.target);
-      if (b?.kind !== 'relation') continue;
+    // A write's target with hidden columns: its RETURNING masked, its reads of the stored row too.
+    const targetOf = (
+      target: Obj,
+    ): { rel: CatalogRelation; hidden: ReadonlySet<string> } | RewriteRefusal | null => {
+      const b = targetBinding.get(target);
+      if (b?.kind !== 'relation') return null;
       const rel = ctx.catalog.relations.get(catalogKey(b.schema, b.name));
       if (!rel) return refused(`relation ${b.schema}.${b.name} is not in pgwarden's catalog`);
       const hidden = ctx.hiddenOf(rel);
-      if (hidden.size === 0) continue;
-      const r = returningEdits(dml, rel, hidden, tokens);
+      return hidden.size === 0 ? null : { rel, hidden };
+    };
+    for (const dml of found.dml) {
+      const t = targetOf(dml.target);
+      if (t === null) continue;
+      if ('refusal' in t) return t;
+      const r = returningEdits(dml, t.rel, t.hidden, tokens);
       if ('refusal' in r) return r;
       edits.push(...r);
     }
     for (const write of found.writes) {
-      const b = targetBinding.get(write.target);
-      if (b?.kind !== 'relation') continue;
-      const rel = ctx.catalog.relations.get(catalogKey(b.schema, b.name));
-      if (!rel) return refused(`relation ${b.schema}.${b.name} is not in pgwarden's catalog`);
-      const hidden = ctx.hiddenOf(rel);
-      if (hidden.size === 0) continue;
-      const r = targetReadEdits(write, analysis.uses, rel, hidden, tokens, (byte) =>
+      const t = targetOf(write.target);
+      if (t === null) continue;
+      if ('refusal' in t) return t;
+      const r = targetReadEdits(write, analysis.uses, t.rel, t.hidden, tokens, (byte) =>
         parsed.parsed.offsets.toChar(byte),
       );
       if ('refusal' in r) return r;
