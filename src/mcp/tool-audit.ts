@@ -1,6 +1,6 @@
 // One audit line per MCP tool call (and per refused HTTP request), with the API key id as the identity.
 import type { Logger } from 'pino';
-import { normalizeForAudit } from '../proxy/audit.js';
+import { normalizeForAudit } from '../proxy/audit-normalize.js';
 
 /** One tool call as the audit records it. Durations in milliseconds. */
 export interface ToolAuditEvent {

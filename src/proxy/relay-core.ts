@@ -16,10 +16,10 @@ import {
   type AuditLog,
   auditFragment,
   auditKind,
-  normalizeForAudit,
   rowsOfTag,
   type SessionAudit,
 } from './audit.js';
+import { normalizeForAudit } from './audit-normalize.js';
 import { CatalogUnavailable } from './catalog-source.js';
 import { sliceCodePoints } from './code-points.js';
 import { GateMemo } from './gate-memo.js';

@@ -1,6 +1,6 @@
 // normalizeForAudit: literals become numbered placeholders after the text's own parameters, typed literals casts, and the text parses again.
 import { beforeAll, describe, expect, test } from 'vitest';
-import { AUDIT_TEXT_MAX, normalizeForAudit } from '../../../src/proxy/audit.js';
+import { AUDIT_TEXT_MAX, normalizeForAudit } from '../../../src/proxy/audit-normalize.js';
 import { loadParser, type PgParser } from '../../../src/sql/parser.js';
 
 let parser: PgParser;
