@@ -1,7 +1,7 @@
 // The wire admin console (`psql -d pgwarden`): the simple query protocol, one command per Query, the session goes on after errors.
 import type { ConsoleConnection, ConsoleFactory, ConsoleHost } from '../proxy/console-port.js';
 import { errorResponse, readyForQuery } from '../wire/backend.js';
-import { FrontendCode } from '../wire/codes.js';
+import { EXTENDED_QUERY_MESSAGES, FrontendCode } from '../wire/codes.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
 import { decodeQuery } from '../wire/frontend.js';
 import type { ProtocolError } from '../wire/protocol-error.js';
@@ -12,15 +12,6 @@ const MAX_MESSAGE_BYTES = 1 << 20;
 
 const EXTENDED_ONLY =
   'the admin console answers only the simple query protocol; send its commands as plain queries (psql -c "SHOW CLIENTS")';
-
-/** Messages of the extended protocol: refused once, then skipped to Sync, as Postgres skips after an error. */
-const EXTENDED: ReadonlySet<number> = new Set([
-  FrontendCode.Parse,
-  FrontendCode.Bind,
-  FrontendCode.Describe,
-  FrontendCode.Execute,
-  FrontendCode.Close,
-]);
 
 /** One console connection: reads its messages in order and answers each. */
 class ConsoleSession {
@@ -142,7 +133,7 @@ class ConsoleSession {
         // Outside COPY, Postgres ignores these (PostgresMain).
         return;
       default:
-        if (EXTENDED.has(f.code)) {
+        if (EXTENDED_QUERY_MESSAGES.has(f.code)) {
           this.skipping = true;
           this.write([errorResponse({ severity: 'ERROR', code: '0A000', message: EXTENDED_ONLY })]);
           return;

@@ -8,7 +8,7 @@ import type { Refusal } from '../policy/decision-types.js';
 import type { StatementAnalysis } from '../sql/analysis-types.js';
 import type { AnalysisCache } from '../sql/analyze.js';
 import { type ErrorFields, errorResponse } from '../wire/backend.js';
-import { FrontendCode } from '../wire/codes.js';
+import { EXTENDED_QUERY_MESSAGES, FrontendCode } from '../wire/codes.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
 import { bind as encodeBind, query as encodeQuery } from '../wire/frontend-encode.js';
 import {
@@ -208,15 +208,6 @@ export const PROBE_STATEMENT = 'pgwarden\u0001refused';
 /** Size of the buffers masked rows are written into (bytes). */
 export const SCRATCH_BYTES = 256 * 1024;
 
-/** Extended-protocol messages that may open an implicit transaction until Sync. */
-const EXTENDED: ReadonlySet<number> = new Set([
-  FrontendCode.Parse,
-  FrontendCode.Bind,
-  FrontendCode.Describe,
-  FrontendCode.Execute,
-  FrontendCode.Close,
-]);
-
 /**
  * One message in this many (a power of two) has its time in pgwarden, and a Query its time upstream,
  * observed: a clock read (performance.now(), 0.1–0.5 µs) costs more than every counter together.
@@ -346,7 +337,7 @@ export abstract class RelayCore {
     // What went up decides whether an implicit extended-protocol transaction is open there.
     const code = bytes[0] as number;
     if (code === FrontendCode.Sync) this.extendedOpen = false;
-    else if (EXTENDED.has(code)) this.extendedOpen = true;
+    else if (EXTENDED_QUERY_MESSAGES.has(code)) this.extendedOpen = true;
     const run = this.run;
     if (run && bytes.buffer === run.buffer && bytes.byteOffset === this.runEnd) {
       this.runEnd += bytes.length;

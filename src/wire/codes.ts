@@ -72,3 +72,16 @@ export const StartupCode = {
   SSLRequest: 80877103,
   GSSENCRequest: 80877104,
 } as const;
+
+/**
+ * The extended-query messages that run a statement step (Parse, Bind, Describe, Execute, Close):
+ * each may open an implicit transaction that lasts until Sync, and after an error Postgres skips
+ * them until Sync (protocol 55.2.3).
+ */
+export const EXTENDED_QUERY_MESSAGES: ReadonlySet<number> = new Set([
+  FrontendCode.Parse,
+  FrontendCode.Bind,
+  FrontendCode.Describe,
+  FrontendCode.Execute,
+  FrontendCode.Close,
+]);
