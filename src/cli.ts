@@ -606,6 +606,7 @@ program
       'mcp',
     );
     const started = source?.loaded ?? instance;
+    const startedEpoch = configEpoch(started.config);
     mcp = await runMcpCommand(started, logger, {
       ...(opts.http !== undefined ? { http: opts.http } : {}),
       reloadConfig: () => {
@@ -613,8 +614,9 @@ program
         return source ? source.setInstance(next) : next;
       },
     });
-    // A change that arrived while the server started.
-    if (source && source.loaded !== started) await mcp.reload(source.loaded);
+    // A change that arrived while the server started (`loaded` is a fresh merge on every read, so
+    // compare epochs, as `serve` does).
+    if (source && configEpoch(source.loaded.config) !== startedEpoch) await mcp.reload(source.loaded);
   });
 
 await program.parseAsync(process.argv);

@@ -39,6 +39,9 @@ async function revokedAtOnce(
   const before = await callTool(analyst, 'execute_query', { database: 'demo', sql: 'SELECT 1 AS one' });
   expect(before.isError).toBeFalsy();
 
+  // Only a reload logged after the revocation counts (none is logged at start).
+  const reloadsBefore = server.logs.lines.filter((l) => l.event === 'reload').length;
+  expect(reloadsBefore).toBe(0);
   await revoke(server);
   await server.logs.waitFor((l) => l.event === 'reload');
 
