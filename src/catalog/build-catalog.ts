@@ -3,10 +3,12 @@ import { FIRST_NORMAL_OID, RESULT, type ReadBase } from './catalog-reads.js';
 import type {
   Catalog,
   CatalogColumn,
+  CatalogConstraint,
   CatalogFunction,
   CatalogRelation,
   CatalogType,
   RelationKind,
+  WriteEvent,
 } from './types.js';
 import { catalogKey } from './types.js';
 
@@ -77,12 +79,14 @@ interface ColumnRow {
 }
 interface ConstraintRow {
   rel: number;
-  kind: 'unique' | 'exclusion' | 'check' | 'foreign';
+  kind: CatalogConstraint['kind'];
   name: string;
   atts: number[] | null;
   ref_schema: string | null;
   ref_table: string | null;
   ref_cols: string[] | null;
+  validated: boolean | null;
+  events: WriteEvent[] | null;
 }
 interface UserTypeRow {
   oid: number;
@@ -140,7 +144,9 @@ export function readBaseOf(catalog: Catalog): ReadBase | undefined {
   if (!stamp || stamp.casts === null) return undefined;
   const relationConstraints: [number, number][] = [];
   for (const r of catalog.relations.values()) {
-    if (r.oid >= FIRST_NORMAL_OID) relationConstraints.push([r.oid, r.constraints?.length ?? 0]);
+    // Partition keys are not counted: the change search counts the rest (catalog-reads.ts).
+    const n = r.constraints?.filter((c) => c.kind !== 'partition').length ?? 0;
+    if (r.oid >= FIRST_NORMAL_OID) relationConstraints.push([r.oid, n]);
   }
   return {
     snapshot: stamp.snapshot,
@@ -185,6 +191,8 @@ function buildRelation(
           kind: c.kind,
           name: c.name,
           columns: Object.freeze(names),
+          ...(c.validated === false ? { validated: false as const } : {}),
+          ...(c.events ? { events: Object.freeze([...c.events]) } : {}),
           ...(c.kind === 'foreign' && c.ref_schema && c.ref_table
             ? {
                 references: Object.freeze({

@@ -13,7 +13,7 @@ export const FIRST_NORMAL_OID = 16384;
 export interface ReadBase {
   /** pg_current_snapshot() of the earlier read, e.g. `775:780:776,778`. */
   readonly snapshot: string;
-  /** OID and constraint count (unique/exclusion indexes + CHECK + FOREIGN KEY) of each user relation then. */
+  /** OID and count of each user relation's constraints then (unique/exclusion indexes, CHECK, FOREIGN KEY, user triggers, UPDATE/DELETE policies: all but partition keys). */
   readonly relationConstraints: readonly (readonly [oid: number, count: number])[];
   /** Views whose definition the earlier read could not take (a lock): read again. */
   readonly pending: readonly number[];
@@ -121,8 +121,9 @@ const LOCKED = `lk AS (
 
 /**
  * The relations to read again (CTE `rr`) after the earlier read `base`: those with a pg_class,
- * pg_attribute, pg_attrdef, pg_index, pg_constraint or pg_rewrite row written since, with a column
- * of a type changed since, whose constraint count changed (a DROP leaves no row behind), views
+ * pg_attribute, pg_attrdef, pg_index, pg_constraint, pg_rewrite, pg_trigger or pg_policy row
+ * written since, with a column of a type changed since, whose count of constraints, user triggers
+ * and UPDATE/DELETE policies changed (a DROP leaves no row behind), views
  * reading a function or type changed since (their printed definition names it), views left
  * pending; then, transitively, views reading one of those and tables with a foreign key to one
  * (their printed definition and referenced names change with a rename).
@@ -137,6 +138,8 @@ chg(oid) AS (
   UNION SELECT i.indrelid FROM pg_index i, b WHERE i.indrelid >= ${FIRST_NORMAL_OID} AND ${isNew('i.xmin')}
   UNION SELECT k.conrelid FROM pg_constraint k, b WHERE k.conrelid >= ${FIRST_NORMAL_OID} AND ${isNew('k.xmin')}
   UNION SELECT r.ev_class FROM pg_rewrite r, b WHERE r.ev_class >= ${FIRST_NORMAL_OID} AND ${isNew('r.xmin')}
+  UNION SELECT t.tgrelid FROM pg_trigger t, b WHERE t.tgrelid >= ${FIRST_NORMAL_OID} AND ${isNew('t.xmin')}
+  UNION SELECT p.polrelid FROM pg_policy p, b WHERE p.polrelid >= ${FIRST_NORMAL_OID} AND ${isNew('p.xmin')}
   UNION SELECT a.attrelid FROM pg_attribute a
    WHERE a.attrelid >= ${FIRST_NORMAL_OID} AND a.atttypid >= ${FIRST_NORMAL_OID}
      AND a.atttypid IN (SELECT t.oid FROM pg_type t, b WHERE t.oid >= ${FIRST_NORMAL_OID} AND ${isNew('t.xmin')})
@@ -150,7 +153,11 @@ chg(oid) AS (
                 WHERE i.indisunique OR i.indisexclusion GROUP BY 1) ni ON ni.oid = p.oid
     LEFT JOIN (SELECT k.conrelid AS oid, count(*) AS n FROM pg_constraint k
                 WHERE k.contype IN ('c', 'f') GROUP BY 1) nk ON nk.oid = p.oid
-   WHERE p.n <> coalesce(ni.n, 0) + coalesce(nk.n, 0)
+    LEFT JOIN (SELECT t.tgrelid AS oid, count(*) AS n FROM pg_trigger t
+                WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' GROUP BY 1) nt ON nt.oid = p.oid
+    LEFT JOIN (SELECT y.polrelid AS oid, count(*) AS n FROM pg_policy y JOIN pg_class yc ON yc.oid = y.polrelid
+                WHERE yc.relrowsecurity AND y.polcmd IN ('w', 'd', '*') GROUP BY 1) np ON np.oid = p.oid
+   WHERE p.n <> coalesce(ni.n, 0) + coalesce(nk.n, 0) + coalesce(nt.n, 0) + coalesce(np.n, 0)
   UNION SELECT unnest(${v.pending})
 ), dep(src, dst) AS (
   SELECT d.refobjid, r.ev_class FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass
@@ -325,17 +332,51 @@ SELECT a.attrelid AS rel, a.attname, a.attnum, a.atttypid, format_type(a.atttypi
          UNION ALL
          SELECT m[1]::int FROM regexp_matches(concat(i.indexprs::text, ' ', i.indpred::text), ':varattno (\\d+)', 'g') AS m
        ) x WHERE a >= 0) AS atts,
-       NULL::text AS ref_schema, NULL::text AS ref_table, NULL::text[] AS ref_cols
+       NULL::text AS ref_schema, NULL::text AS ref_table, NULL::text[] AS ref_cols,
+       true AS validated, NULL::text[] AS events
   FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
  WHERE (i.indisunique OR i.indisexclusion) AND ${inScope('i.indrelid')}
 UNION ALL
 SELECT c.conrelid, CASE c.contype WHEN 'c' THEN 'check' ELSE 'foreign' END, c.conname, c.conkey::int[],
        rn.nspname::text, rc.relname::text,
        ARRAY(SELECT ra.attname::text FROM unnest(c.confkey) WITH ORDINALITY AS k(attnum, ord)
-               JOIN pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = k.attnum ORDER BY k.ord)
+               JOIN pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = k.attnum ORDER BY k.ord),
+       c.convalidated, NULL
   FROM pg_constraint c
   LEFT JOIN pg_class rc ON rc.oid = c.confrelid LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
- WHERE c.contype IN ('c', 'f') AND c.conrelid <> 0 AND ${inScope('c.conrelid')}`,
+ WHERE c.contype IN ('c', 'f') AND c.conrelid <> 0 AND ${inScope('c.conrelid')}
+UNION ALL
+-- The partition key of the relation and of each ancestor: an UPDATE of a key column moves the row
+-- or fails on the other key columns' values. Columns by name (a partition's attnums may differ).
+SELECT c.oid, 'partition', pc.relname::text,
+       ARRAY(SELECT DISTINCT ca.attnum::int FROM pg_attribute pa
+               JOIN pg_attribute ca ON ca.attrelid = c.oid AND ca.attname = pa.attname AND NOT ca.attisdropped
+              WHERE pa.attrelid = pt.partrelid AND pa.attnum > 0
+                AND (pa.attnum = ANY (pt.partattrs::int2[])
+                     OR pa.attnum::text IN (SELECT m[1] FROM regexp_matches(coalesce(pt.partexprs::text, ''), ':varattno (\\d+)', 'g') AS m)))
+         || CASE WHEN coalesce(pt.partexprs::text, '') LIKE '%:varattno 0 %' THEN '{0}'::int[] ELSE '{}' END,
+       NULL, NULL, NULL, true, NULL
+  FROM pg_class c, pg_partition_ancestors(c.oid) AS a(relid)
+  JOIN pg_partitioned_table pt ON pt.partrelid = a.relid JOIN pg_class pc ON pc.oid = pt.partrelid
+ WHERE (c.relkind = 'p' OR c.relispartition) AND ${inScope('c.oid')}
+UNION ALL
+-- User triggers (enabled, any level): their function gets the whole row (attnum 0: every column).
+SELECT t.tgrelid, 'trigger', t.tgname::text, '{0}'::int[], NULL, NULL, NULL, true,
+       array_remove(ARRAY[CASE WHEN t.tgtype::int & 4 <> 0 THEN 'INSERT' END,
+                          CASE WHEN t.tgtype::int & 16 <> 0 THEN 'UPDATE' END,
+                          CASE WHEN t.tgtype::int & 8 <> 0 THEN 'DELETE' END], NULL)
+  FROM pg_trigger t
+ WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND ${inScope('t.tgrelid')}
+UNION ALL
+-- Row-level security policies for UPDATE and DELETE: the columns USING and WITH CHECK read (a
+-- subquery in either: every column, attnum 0).
+SELECT p.polrelid, 'policy', p.polname::text,
+       ARRAY(SELECT DISTINCT m[1]::int FROM regexp_matches(concat(p.polqual::text, ' ', p.polwithcheck::text), ':varattno (\\d+)', 'g') AS m)
+         || CASE WHEN concat(p.polqual::text, ' ', p.polwithcheck::text) LIKE '%{SUBLINK%' THEN '{0}'::int[] ELSE '{}' END,
+       NULL, NULL, NULL, true,
+       CASE p.polcmd WHEN 'w' THEN '{UPDATE}'::text[] WHEN 'd' THEN '{DELETE}' ELSE '{UPDATE,DELETE}' END
+  FROM pg_policy p JOIN pg_class pc ON pc.oid = p.polrelid
+ WHERE pc.relrowsecurity AND p.polcmd IN ('w', 'd', '*') AND ${inScope('p.polrelid')}`,
     `WITH RECURSIVE tt AS (
   SELECT t.oid, t.typname, t.typcategory, t.typelem, t.typtype, t.typbasetype, t.typrelid, n.nspname
     FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace

@@ -23,17 +23,32 @@ export interface CatalogColumn {
   readonly unique: boolean;
 }
 
+/** A write a trigger or a row-level security policy runs on. */
+export type WriteEvent = 'INSERT' | 'UPDATE' | 'DELETE';
+
 /**
- * A constraint whose check reads several columns of a row: a unique or exclusion index (its key
- * columns, and those its expressions or partial-index predicate read), a CHECK constraint, or a
- * foreign key (its columns, and the key it references in another relation).
- * A write to one of its columns can fail depending on the others' values (DESIGN.md "Writes as
- * reads").
+ * Something the server evaluates over the columns of a row a write stores or removes: a unique or
+ * exclusion index (its key columns, and those its expressions or partial-index predicate read), a
+ * CHECK constraint, a foreign key (its columns, and the key it references in another relation), a
+ * partition key (`partition`: the key columns of the relation's own or an ancestor's PARTITION BY,
+ * and those its expressions read; named after the partitioned table), a user trigger (`trigger`:
+ * its function gets the whole row, so every column), or a row-level security policy for UPDATE or
+ * DELETE (`policy`: the columns its USING and WITH CHECK read, every column when they hold a
+ * subquery).
+ * A write can succeed or fail, or count other rows, depending on those columns' values (DESIGN.md
+ * "Writes as reads").
  */
 export interface CatalogConstraint {
-  readonly kind: 'unique' | 'exclusion' | 'check' | 'foreign';
+  readonly kind: 'unique' | 'exclusion' | 'check' | 'foreign' | 'partition' | 'trigger' | 'policy';
   readonly name: string;
   readonly columns: readonly string[];
+  /**
+   * False for a CHECK constraint added NOT VALID (pg_constraint.convalidated): stored rows may
+   * fail it, and every UPDATE of such a row does. Absent: validated.
+   */
+  readonly validated?: false;
+  /** For a trigger or a policy: the writes it runs on. */
+  readonly events?: readonly WriteEvent[];
   /** For a foreign key: the referenced relation and its key columns, in order. */
   readonly references?: {
     readonly schema: string;
@@ -65,7 +80,7 @@ export interface CatalogRelation {
   readonly columns: readonly CatalogColumn[];
   /** pg_get_viewdef for views and materialized views, else null. */
   readonly viewDefinition: string | null;
-  /** Unique, exclusion and CHECK constraints with the columns they read (absent: none known). */
+  /** What the server evaluates over a written row, with the columns it reads (absent: none known). */
   readonly constraints?: readonly CatalogConstraint[];
   /** pg_class.reltype: the OID of the relation's row type (a column of that type holds its rows). */
   readonly rowTypeOid?: number;

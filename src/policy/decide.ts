@@ -1,5 +1,5 @@
 // The decision for an Analysis and a set of roles: requirements deny-first then allow, SEE per column use, masks.
-import type { Catalog } from '../catalog/types.js';
+import type { Catalog, CatalogConstraint } from '../catalog/types.js';
 import { catalogKey } from '../catalog/types.js';
 import type {
   Analysis,
@@ -26,6 +26,7 @@ import {
   rolesSentence,
   shortName,
 } from './refusal-messages.js';
+import { rowCheckMessage, rowCheckOracles } from './row-checks.js';
 import { checkAction, type PolicyObject } from './rule-match.js';
 
 /** What {@link decide} needs besides the analysis and the roles. */
@@ -194,6 +195,13 @@ function checkRequirements(
   }
 }
 
+/** How a message names constraint `c`: `CHECK constraint c1`, `unique index u1`, `partition key of parted`. */
+function constraintNoun(c: CatalogConstraint): string {
+  if (c.kind === 'check') return `CHECK constraint ${c.name}`;
+  if (c.kind === 'partition') return `partition key of ${c.name}`;
+  return `${c.kind} index ${c.name}`;
+}
+
 /** Where a `test` use asks its question, as the message says it: "tested in WHERE", "in a JOIN ON". */
 function clauseText(clause: TestClause): string {
   if (clause === 'SET OPERATION') return 'a set operation (UNION, INTERSECT or EXCEPT)';
@@ -285,13 +293,16 @@ function checkUses(
   const constraintOracle = (use: ColumnUse & { use: 'write-target' }, _kind: string) => {
     const rel = ctx.catalog.relations.get(catalogKey(use.schema, use.table));
     for (const c of rel?.constraints ?? []) {
+      // Triggers and policies run whichever columns are written (row-checks.ts).
+      if (c.kind === 'trigger' || c.kind === 'policy') continue;
       // A generated column in the constraint reads the columns it is computed from.
       const cols = new Set(c.columns);
       for (const name of c.columns) {
         for (const from of rel?.columns.find((x) => x.name === name)?.generatedFrom ?? []) cols.add(from);
       }
       if (!cols.has(use.column)) continue;
-      if (c.kind === 'check' && !updatesRows) continue; // a plain INSERT's CHECK reads only the new row
+      // A plain INSERT's CHECK and partition routing read only the new row.
+      if ((c.kind === 'check' || c.kind === 'partition') && !updatesRows) continue;
       const ref = c.references;
       if (ref) {
         // A foreign key onto a hidden key: the write succeeds exactly when the value exists there.
@@ -313,7 +324,7 @@ function checkUses(
       const vis = hidden.column(use.schema, use.table, other);
       refuse(
         use,
-        `column ${shortName(use.schema, use.table, use.column)} cannot be written: the ${c.kind === 'check' ? 'CHECK constraint' : `${c.kind} index`} ${c.name} also reads ${other}, which is hidden from you, so the write would tell something about its values`,
+        `column ${shortName(use.schema, use.table, use.column)} cannot be written: the ${constraintNoun(c)} also reads ${other}, which is hidden from you, so the write would tell something about its values`,
         hiddenDetail(ctx, roles, use.schema, use.table, other, vis, hidden),
         undefined,
         vis,
@@ -363,6 +374,23 @@ function checkUses(
         },
       });
     }
+  }
+
+  // Triggers, policies and NOT VALID CHECKs run over every row a write changes (row-checks.ts).
+  for (const o of rowCheckOracles(s, ctx.catalog, (sc, t, c) => hidden.column(sc, t, c).hidden)) {
+    const vis = see(o.relation.schema, o.relation.name, o.column);
+    const pos = position(o.location);
+    pending.push({
+      at: o.location ?? s.location,
+      refusal: {
+        sqlstate: '42501',
+        message: rowCheckMessage(o),
+        detail: hiddenDetail(ctx, roles, o.relation.schema, o.relation.name, o.column, vis, hidden),
+        ...(pos !== undefined ? { position: pos } : {}),
+        ...(vis.see.rule?.effect === 'deny' ? { rule: vis.see.rule } : {}),
+        column: `${o.relation.schema}.${o.relation.name}.${o.column}`,
+      },
+    });
   }
 
   for (const use of s.uses) {
