@@ -5,7 +5,7 @@ import type { Edit, RewriteRefusal } from './edits.js';
 import { MASK_CONSTANT } from './masking-subquery.js';
 import { columnRefEnd } from './relation-spans.js';
 import type { Token } from './sql-tokens.js';
-import { columnRefFields, type FoundWrite, type Obj } from './tree-walk.js';
+import { columnRefFields, type FoundWrite, type Obj, repeatedSubtree } from './tree-walk.js';
 
 /**
  * Keys of a write node that hold no read of the target's row: the target itself, RETURNING
@@ -41,6 +41,7 @@ function readingColumnRefs(write: FoundWrite): Obj[] {
     for (const [k, c] of Object.entries(v as Obj)) {
       // ON CONFLICT's arbiter (`infer`) sits one level down, in onConflictClause.
       if ((top || key === 'onConflictClause') && skip.has(k)) continue;
+      if (repeatedSubtree(key, v as Obj, k)) continue;
       visit(c, k, false);
     }
   };

@@ -69,6 +69,16 @@ export interface Found {
 
 const SYSTEM = new Set(['ctid', 'xmin', 'xmax', 'cmin', 'cmax', 'tableoid']);
 
+/**
+ * Whether `key` of node `o` (of kind `kind`) repeats a subtree printed earlier: the parse tree
+ * shares one source among the MultiAssignRefs of `SET (a, b) = (SELECT …)`, and libpg-query's JSON
+ * writes it out again under each column after the first (colno > 1). Walkers visit it once, as the
+ * analysis does (update-delete.ts analyzeSet).
+ */
+export function repeatedSubtree(kind: string, o: Obj, key: string): boolean {
+  return kind === 'MultiAssignRef' && key === 'source' && typeof o.colno === 'number' && o.colno > 1;
+}
+
 /** Whether `o` is a RangeVar's fields (libpg-query writes some unwrapped: `relation`, `rel`). */
 export function isRangeVar(o: Obj): boolean {
   return typeof o.relname === 'string' && 'relpersistence' in o;
@@ -122,6 +132,7 @@ export function walkStatement(root: unknown, nodeType: string): Found {
       if (target) found.dml.push({ node: o, target, otherItems: Array.isArray(others) && others.length > 0 });
     }
     for (const [k, child] of Object.entries(o)) {
+      if (repeatedSubtree(key, o, k)) continue;
       visit(child, k, key === 'RangeTableSample' && k === 'relation' ? true : sampled && k === 'RangeVar');
     }
   };

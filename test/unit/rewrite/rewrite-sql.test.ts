@@ -187,6 +187,22 @@ describe("a write's reads of its own target's hidden columns read the mask const
       `merge into "public"."users" t using ${W_ORGS('s')} s on t.org_id = s.id and ${M} like 'a%' when matched and ${M} is null then update set name = ${M}`,
     );
   });
+  // Attack finding (fixed): libpg-query's JSON writes the source of `SET (a, b) = (SELECT …)` once
+  // per column, so the rewrite counted its relations twice ("3 relation references, 2 analyzed",
+  // 0A000 for any caller with a hidden column in the statement) and edited its references twice
+  // (XX000 "overlapping references").
+  test('SET (a, b) = (SELECT …): the shared source is rewritten once', () => {
+    expect(
+      rewrite(
+        'update users set (name, org_id) = (select u2.name, u2.org_id from users u2 where u2.id = users.id) where id = 1',
+      ),
+    ).toBe(
+      `update "public"."users" set (name, org_id) = (select u2.name, u2.org_id from ${W('u2')} u2 where u2.id = users.id) where id = 1`,
+    );
+    expect(rewrite('update users set (name, org_id) = (select ssn, org_id) where id = 1')).toBe(
+      `update "public"."users" set (name, org_id) = (select ${M}, org_id) where id = 1`,
+    );
+  });
   test('a whole-row reference to the target is refused', () => {
     expect(refusal("update users set name = 'x' where users is not null").sqlstate).toBe('0A000');
     expect(refusal("update users u set name = 'x' where row(u.*) is not null").message).toMatch(
