@@ -1,0 +1,53 @@
+// `pgwarden mcp`: the config (and policy store) loaded and kept current, handed to src/mcp/mcp-command.ts.
+import { makeLogger } from '../logger.js';
+import { ConfigError, type LoadedConfig, loadConfig } from '../policy/config-load.js';
+import { configEpoch } from '../policy/policy-document.js';
+import { EXIT_CONFIG } from './command-outcome.js';
+import { servePolicy } from './serve-policy.js';
+
+/**
+ * The action of `pgwarden mcp`: loads the config (exit 2 with `pgwarden mcp: <message>` when it
+ * cannot be used), with `policy_store` the store's policy and API keys kept current by NOTIFY as
+ * `serve` keeps them (exit 1 when the store cannot be reached), and runs the MCP server on stdio
+ * or `opts.http` (runMcpCommand). A change that arrives while the server starts is applied once it
+ * runs (epochs compared, as `serve` does).
+ */
+export async function mcpAction(opts: { config: string; http?: string }): Promise<void> {
+  const logger = makeLogger();
+  const { runMcpCommand } = await import('../mcp/mcp-command.js');
+  // With policy_store, the store's current policy (and API keys), kept current by NOTIFY as
+  // `serve` keeps it: a key revoked in the console stops working here at once.
+  let instance: LoadedConfig;
+  try {
+    instance = loadConfig(opts.config);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    process.stderr.write(`pgwarden mcp: ${e.message}\n`);
+    process.exit(EXIT_CONFIG);
+  }
+  for (const w of instance.warnings) logger.warn({ event: 'config-warning' }, w);
+  let mcp: { reload(next: LoadedConfig): Promise<void> } | undefined;
+  const source = await servePolicy(
+    instance,
+    logger,
+    (next) =>
+      void mcp
+        ?.reload(next)
+        .catch((e: Error) =>
+          logger.error({ event: 'reload-failed', err: e.message }, 'policy change not applied'),
+        ),
+    'mcp',
+  );
+  const started = source?.loaded ?? instance;
+  const startedEpoch = configEpoch(started.config);
+  mcp = await runMcpCommand(started, logger, {
+    ...(opts.http !== undefined ? { http: opts.http } : {}),
+    reloadConfig: () => {
+      const next = loadConfig(opts.config);
+      return source ? source.setInstance(next) : next;
+    },
+  });
+  // A change that arrived while the server started (`loaded` is a fresh merge on every read, so
+  // compare epochs, as `serve` does).
+  if (source && configEpoch(source.loaded.config) !== startedEpoch) await mcp.reload(source.loaded);
+}
