@@ -2,9 +2,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { LoadedConfig } from '../policy/config-load.js';
-import type { AppAction, Config, Policy } from '../policy/config-schema.js';
+import type { Config } from '../policy/config-schema.js';
 import { editorHolds, grantsBeyondEditor, newlyHeldRules } from '../policy/grant-limits.js';
 import { configEpoch, policyOfConfig, withPolicy } from '../policy/policy-document.js';
+import type { AppAction, Policy } from '../policy/policy-schema.js';
 import type { PolicySource } from '../policy/policy-source.js';
 import { PolicyConflictError } from '../policy/policy-store.js';
 import type { AdminCaller } from './admin-auth.js';

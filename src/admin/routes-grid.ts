@@ -1,9 +1,9 @@
 // Admin API for the permission grid (workspace_roles): the live catalog tree of a database, and each cell's effective result with its deciding rule.
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { APP_ACTIONS, DATA_ACTIONS, permissionSchema } from '../policy/config-schema.js';
 import { gridVerdicts } from '../policy/effective-grid.js';
 import { editorDatabases } from '../policy/grant-limits.js';
+import { APP_ACTIONS, DATA_ACTIONS, permissionSchema } from '../policy/policy-schema.js';
 import { describeRule } from '../policy/refusal-messages.js';
 import { CatalogSource, CatalogUnavailable } from '../proxy/catalog-source.js';
 import { HttpError } from './admin-http.js';

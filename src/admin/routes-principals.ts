@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { createScramVerifier } from '../auth/scram-verifier.js';
 import { createKey, keyStatus, parseExpiry, revokeKey, rotateKey } from '../policy/api-keys.js';
-import type { ApiKey, Policy } from '../policy/config-schema.js';
+import type { ApiKey, Policy } from '../policy/policy-schema.js';
 import { HttpError } from './admin-http.js';
 import { type AdminContext, callerOf, commitEdit, need, policyNow, versionOf } from './policy-edit.js';
 

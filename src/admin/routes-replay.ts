@@ -1,8 +1,8 @@
 // Admin API: replay the audit log under a proposed policy, against the policy in force (workspace_roles and audit_read).
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { policyShape } from '../policy/config-schema.js';
 import { policyOfConfig, validatePolicy, withPolicy } from '../policy/policy-document.js';
+import { policyShape } from '../policy/policy-schema.js';
 import { replayAudit } from '../policy/replay.js';
 import { CatalogSource } from '../proxy/catalog-source.js';
 import { loadParser } from '../sql/analyze.js';

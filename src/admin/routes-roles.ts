@@ -1,7 +1,7 @@
 // Admin API: roles and their permissions (workspace_roles), groups and members (workspace_groups), attaching a role to a group (both).
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { type Policy, policyShape, roleSchema } from '../policy/config-schema.js';
+import { type Policy, policyShape, roleSchema } from '../policy/policy-schema.js';
 import { HttpError } from './admin-http.js';
 import { type AdminContext, commitEdit, need, policyNow, versionOf } from './policy-edit.js';
 

@@ -1,7 +1,8 @@
 // The wire admin console's commands (SHOW CLIENTS/SERVERS/STATS/POLICY/VERSION/HELP, RELOAD, KILL, SHUTDOWN) and their result sets.
 import { createRequire } from 'node:module';
-import type { AppAction, Config } from '../policy/config-schema.js';
+import type { Config } from '../policy/config-schema.js';
 import { type Editor, editorHolds } from '../policy/grant-limits.js';
+import type { AppAction } from '../policy/policy-schema.js';
 import type { ClientInfo, ConsoleHost, ServerInfo } from '../proxy/console-port.js';
 import {
   commandComplete,

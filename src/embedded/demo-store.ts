@@ -2,8 +2,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { POLICY_FIELDS } from '../policy/config-schema.js';
 import { policyImport } from '../policy/policy-command.js';
+import { POLICY_FIELDS } from '../policy/policy-schema.js';
 import { PolicyStore } from '../policy/policy-store.js';
 import { DEMO_APP_ROLE, DEMO_DIR } from './demo.js';
 

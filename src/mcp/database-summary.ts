@@ -1,6 +1,7 @@
 // list_databases: the databases a key's roles reach, each with a one-line summary of what they allow there.
-import type { Config, Permission } from '../policy/config-schema.js';
+import type { Config } from '../policy/config-schema.js';
 import { checkDatabaseAccess } from '../policy/database-access.js';
+import type { Permission } from '../policy/policy-schema.js';
 import { ruleScope } from '../policy/rule-match.js';
 
 /** One rule of the key's roles that applies to a database, as list_databases shows it. */

@@ -1,7 +1,7 @@
 // API key life cycle: new ids and tokens, expiry specs, create, rotate (24-hour overlap), revoke, status.
 import crypto from 'node:crypto';
 import { createScramVerifier, parseScramVerifier } from '../auth/scram-verifier.js';
-import { type ApiKey, MAX_KEY_LIFETIME_MS } from './config-schema.js';
+import { type ApiKey, MAX_KEY_LIFETIME_MS } from './policy-schema.js';
 
 /** Tokens start with this, so a leaked one is recognisable (secret scanners, logs). */
 export const TOKEN_PREFIX = 'pgwt_';

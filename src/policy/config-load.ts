@@ -3,9 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { formatIssue, formatPath } from './config-issues.js';
-import { type Config, configSchema, POLICY_FIELDS } from './config-schema.js';
+import { type Config, configSchema } from './config-schema.js';
 import { environmentWith } from './env-file.js';
 import { keysFilePath, readKeysFile } from './keys-file.js';
+import { POLICY_FIELDS } from './policy-schema.js';
 import { ADMIN_ROLE } from './resolve-roles.js';
 
 /** A config that cannot be used: every problem, each as `path: message`. The CLI exits with code 2. */

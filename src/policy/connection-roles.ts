@@ -1,5 +1,6 @@
 // The roles a connection holds: its own identity's, or — connecting on behalf of a viewer — the viewer's alone.
-import type { AppAction, Config } from './config-schema.js';
+import type { Config } from './config-schema.js';
+import type { AppAction } from './policy-schema.js';
 import { findPrincipal, type Principal } from './principals.js';
 import { type RoleResolution, resolveRoles } from './resolve-roles.js';
 

@@ -1,13 +1,13 @@
 // The permission grid's cells (seed 004): which action a role set holds on a scope, and the rule that decides it.
+import type { Config } from './config-schema.js';
+import type { RuleRef } from './decision-types.js';
 import {
   APP_ACTIONS,
   type AppAction,
-  type Config,
   DATA_ACTIONS,
   type DataAction,
   type Permission,
-} from './config-schema.js';
-import type { RuleRef } from './decision-types.js';
+} from './policy-schema.js';
 import { checkAction, type PolicyObject, ruleScope } from './rule-match.js';
 
 /**

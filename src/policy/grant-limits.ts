@@ -1,7 +1,8 @@
 // pgwarden's rule beyond the seed: an editor can never grant more than it holds itself.
-import { APP_ACTIONS, type AppAction, type Config, type Permission } from './config-schema.js';
+import type { Config } from './config-schema.js';
 import { holdsAppAction } from './connection-roles.js';
 import { rolesGrantOn } from './database-access.js';
+import { APP_ACTIONS, type AppAction, type Permission } from './policy-schema.js';
 import { findPrincipal } from './principals.js';
 import { resolveRoles } from './resolve-roles.js';
 import { ruleScope } from './rule-match.js';

@@ -2,8 +2,9 @@
 import { alignedTable, paint } from './aligned-table.js';
 import { createKey, keyStatus, parseExpiry, revokeKey, rotateKey } from './api-keys.js';
 import { ConfigError, loadConfig } from './config-load.js';
-import type { ApiKey, Config, Policy } from './config-schema.js';
+import type { Config } from './config-schema.js';
 import { keysFilePath, readKeysFile, writeKeysFile } from './keys-file.js';
+import type { ApiKey, Policy } from './policy-schema.js';
 import { PolicyStore, PolicyStoreUnavailableError } from './policy-store.js';
 
 /** What the CLI prints and the code it exits with: 0 done, 2 usage or config error. */

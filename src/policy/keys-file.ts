@@ -4,7 +4,7 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { formatIssue } from './config-issues.js';
-import { type ApiKey, apiKeySchema } from './config-schema.js';
+import { type ApiKey, apiKeySchema } from './policy-schema.js';
 
 /** The keys file: `api_keys:` and a list of keys, each as in the config (issue 4). */
 export const keysFileSchema = z.object({ api_keys: z.array(apiKeySchema).default([]) }).strict();

@@ -4,8 +4,8 @@ import os from 'node:os';
 import YAML from 'yaml';
 import { createScramVerifier } from '../auth/scram-verifier.js';
 import { ConfigError, loadConfig } from './config-load.js';
-import { POLICY_FIELDS } from './config-schema.js';
 import { PolicyInvalidError, policyToYaml, validatePolicy } from './policy-document.js';
+import { POLICY_FIELDS } from './policy-schema.js';
 import { PolicyStore, PolicyStoreUnavailableError } from './policy-store.js';
 
 /** What the CLI prints and the code it exits with: 0 done, 1 store unreachable, 2 usage, config or policy error. */

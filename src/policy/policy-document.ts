@@ -2,7 +2,8 @@
 import crypto from 'node:crypto';
 import YAML from 'yaml';
 import { formatPath } from './config-issues.js';
-import { type Config, POLICY_FIELDS, type Policy, policySchema } from './config-schema.js';
+import type { Config } from './config-schema.js';
+import { POLICY_FIELDS, type Policy, policySchema } from './policy-schema.js';
 
 /** One problem of a policy: where (`roles.analyst.permissions[2].effect`, and as parts) and what. */
 export interface PolicyIssue {

@@ -4,10 +4,10 @@ import path from 'node:path';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { LoadedConfig } from './config-load.js';
-import type { Policy } from './config-schema.js';
 import { validatePolicy, withPolicy } from './policy-document.js';
 import { type PolicyCurrency, PolicyLag } from './policy-lag.js';
 import { POLICY_CHANNEL } from './policy-migrations.js';
+import type { Policy } from './policy-schema.js';
 import { PolicyStore, PolicyStoreUnavailableError, type StoredPolicy } from './policy-store.js';
 
 /** How long to wait between attempts to reach the store again after losing it (ms). */

@@ -1,6 +1,5 @@
 // The policy store: the policy in a `pgwarden` schema of PostgreSQL, with versions, epochs, history and NOTIFY.
 import pg from 'pg';
-import type { Policy } from './config-schema.js';
 import {
   emptyPolicy,
   type PolicyChange,
@@ -10,6 +9,7 @@ import {
   validatePolicy,
 } from './policy-document.js';
 import { POLICY_CHANNEL, POLICY_MIGRATIONS } from './policy-migrations.js';
+import type { Policy } from './policy-schema.js';
 import { applyMigrations } from './schema-migrations.js';
 
 /** The policy in force in the store: its version (0 before the first commit), epoch, and who committed it when. */

@@ -1,6 +1,7 @@
 // Rule matching: which permission rules of which roles cover an (action, object) pair, deny first then allow.
-import type { Config, DataAction, Permission } from './config-schema.js';
+import type { Config } from './config-schema.js';
 import type { RuleRef } from './decision-types.js';
+import type { DataAction, Permission } from './policy-schema.js';
 
 /**
  * An object a rule can be checked against (seed 004, "Permission levels"): the database itself, a

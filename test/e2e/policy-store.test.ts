@@ -6,10 +6,10 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import YAML from 'yaml';
-import type { Policy } from '../../src/policy/config-schema.js';
 import { policyExport, policyImport } from '../../src/policy/policy-command.js';
 import { PolicyInvalidError, policyEpoch } from '../../src/policy/policy-document.js';
 import { POLICY_MIGRATIONS } from '../../src/policy/policy-migrations.js';
+import type { Policy } from '../../src/policy/policy-schema.js';
 import { PolicyStore, PolicyStoreUnavailableError } from '../../src/policy/policy-store.js';
 import { applyMigrations } from '../../src/policy/schema-migrations.js';
 import {

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { inject } from 'vitest';
 import YAML from 'yaml';
 import { DEMO_DIR } from '../../src/embedded/demo.js';
-import { POLICY_FIELDS } from '../../src/policy/config-schema.js';
+import { POLICY_FIELDS } from '../../src/policy/policy-schema.js';
 import { demoConfigObject } from './proxy.js';
 
 /** The demo config file, the policy every store test imports. */

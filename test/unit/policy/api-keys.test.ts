@@ -13,9 +13,9 @@ import {
   revokeKey,
   rotateKey,
 } from '../../../src/policy/api-keys.js';
-import type { ApiKey } from '../../../src/policy/config-schema.js';
-import { apiKeySchema } from '../../../src/policy/config-schema.js';
 import { loginVerifiers } from '../../../src/policy/login-verifiers.js';
+import type { ApiKey } from '../../../src/policy/policy-schema.js';
+import { apiKeySchema } from '../../../src/policy/policy-schema.js';
 import { findPrincipal } from '../../../src/policy/principals.js';
 import { resolveRoles } from '../../../src/policy/resolve-roles.js';
 import { makeConfig } from './policy-fixtures.js';
