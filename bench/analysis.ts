@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import { DEMO_DIR } from '../src/embedded/demo.js';
 import { parseConfig } from '../src/policy/config-load.js';
-import type { DecideContext } from '../src/policy/decide.js';
+import type { DecideContext } from '../src/policy/decide-context.js';
 import { DecisionCache } from '../src/policy/decision-cache.js';
 import { type AnalyzeOptions, analyze, createAnalysisCache, loadParser } from '../src/sql/analyze.js';
 import { loadDemoCatalog } from '../test/fixtures/demo-catalog.js';

@@ -1,7 +1,8 @@
 // A cache of decisions per (analysis, role set, policy version, database, connection, catalog version).
 import { LRUCache } from 'lru-cache';
 import type { Analysis } from '../sql/analysis-types.js';
-import { type DecideContext, decide } from './decide.js';
+import { decide } from './decide.js';
+import type { DecideContext } from './decide-context.js';
 import type { Decision } from './decision-types.js';
 import { policyVersion } from './policy-version.js';
 import { wallSwitches } from './wall-switches.js';
