@@ -8,7 +8,7 @@ import {
   noticeResponse,
 } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
-import type { Frame } from '../wire/framer.js';
+import type { Frame, MessageFramer } from '../wire/framer.js';
 import {
   raisedByCode,
   redactError,
@@ -16,6 +16,7 @@ import {
   secondWallRefusal,
   unrewriteError,
 } from './error-redaction.js';
+import { LARGE_MESSAGE_BYTES } from './memory-budget.js';
 import type { Expect, MapUndo } from './relay-core.js';
 import { ExtendedProtocolRelay } from './relay-extended-protocol.js';
 import type { StatementPlan } from './statement-plan.js';
@@ -26,33 +27,101 @@ import type { StatementPlan } from './statement-plan.js';
  * unchanged neighbours leave as one write.
  */
 export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
+  /**
+   * What goes to the client for the upstream bytes being handled: finished runs, and the run being
+   * extended (unchanged neighbours contiguous in one chunk, tracked by offsets: one view of the
+   * chunk, not one per message).
+   */
+  private readonly out: Buffer[] = [];
+  private outRun: Buffer | undefined;
+  private outRunEnd = 0;
+
+  /** Handles upstream messages already cut (those that arrived with the end of the start-up). */
   protected fromUpstreamFrames(frames: readonly Frame[]): void {
-    const out: Buffer[] = [];
-    // Unchanged neighbours that were contiguous in one chunk go out as one view of it: the run is
-    // tracked by offsets and becomes a Buffer once, not once per message.
-    let run: Buffer | undefined;
-    let runEnd = 0;
     for (const f of frames) {
       const b = this.onUpstream(f);
-      if (b === null) continue;
-      if (run && b.buffer === run.buffer && b.byteOffset === runEnd) {
-        runEnd += b.length;
-        continue;
-      }
-      if (run) out.push(Buffer.from(run.buffer, run.byteOffset, runEnd - run.byteOffset));
-      run = b;
-      runEnd = b.byteOffset + b.length;
+      if (b !== null) this.emit(b);
     }
-    if (run) out.push(Buffer.from(run.buffer, run.byteOffset, runEnd - run.byteOffset));
-    if (out.length === 0) return;
+    this.flushOut();
+  }
+
+  /**
+   * Handles every message `framer` holds after a feed, in order. While the head of the queue
+   * passes DataRows as they came (nothing masked on the wire, nothing discarded), a run of them
+   * is taken as one byte range of the chunk: no Frame, no view, no check per row, one write
+   * (issue 18); a row split across chunks is passed on in parts, not assembled first, unless it is
+   * large enough for the memory budget to hold it (memory-budget.ts LARGE_MESSAGE_BYTES). Throws the framer's ProtocolError; nothing of this call's output is written then.
+   */
+  protected fromUpstreamFramer(framer: MessageFramer): void {
+    try {
+      for (;;) {
+        // A row passed on in part goes on whole: it was decided when its header came.
+        if (framer.continuing || this.rowsAsIs()) {
+          const run = framer.takeRun(BackendCode.DataRow, LARGE_MESSAGE_BYTES);
+          if (run) {
+            this.emit(run);
+            continue;
+          }
+        }
+        const f = framer.shift();
+        if (!f) break;
+        const b = this.onUpstream(f);
+        if (b !== null) this.emit(b);
+      }
+    } catch (e) {
+      this.out.length = 0;
+      this.outRun = undefined;
+      throw e;
+    }
+    this.flushOut();
+  }
+
+  /**
+   * True when a DataRow arriving now would go to the client exactly as it came: the head of the
+   * queue is a statement's result whose plan masks nothing on the wire (unrestricted, or masked
+   * at read by the upstream), and no reply is being discarded. What {@link onUpstream} does with
+   * a DataRow then is return its bytes.
+   */
+  private rowsAsIs(): boolean {
+    if (this.discarding) return false;
+    const head = this.expects[0];
+    if (head?.t === 'execute') return head.plan === null || head.plan.mask.size === 0;
+    if (head?.t === 'query') {
+      const plan = head.plans[head.index];
+      return plan === undefined || plan.mask.size === 0;
+    }
+    return false;
+  }
+
+  private emit(b: Buffer): void {
+    const run = this.outRun;
+    if (run && b.buffer === run.buffer && b.byteOffset === this.outRunEnd) {
+      this.outRunEnd += b.length;
+      return;
+    }
+    if (run) this.out.push(viewOf(run, this.outRunEnd));
+    this.outRun = b;
+    this.outRunEnd = b.byteOffset + b.length;
+  }
+
+  /** Writes what {@link emit} gathered: one write, or one corked batch of a few. */
+  private flushOut(): void {
+    const run = this.outRun;
+    if (!run) return;
+    this.outRun = undefined;
+    const out = this.out;
     const client = this.o.client;
-    // Runs are few: the chunk's unchanged messages, and masked rows side by side in scratch memory.
-    if (out.length === 1) client.write(out[0] as Buffer);
-    else if (out.length > 8) client.write(Buffer.concat(out));
+    if (out.length === 0) client.write(viewOf(run, this.outRunEnd));
     else {
-      client.cork();
-      for (const b of out) client.write(b);
-      client.uncork();
+      out.push(viewOf(run, this.outRunEnd));
+      // Runs are few: the chunk's unchanged messages, and masked rows side by side in scratch memory.
+      if (out.length > 8) client.write(Buffer.concat(out));
+      else {
+        client.cork();
+        for (const b of out) client.write(b);
+        client.uncork();
+      }
+      out.length = 0;
     }
     if (client.writableNeedDrain) {
       this.o.upstream.socket.pause();
@@ -230,4 +299,10 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
         return f.bytes;
     }
   }
+}
+
+/** `run` extended to `end` (a byte offset in its ArrayBuffer): itself when it ends there. */
+function viewOf(run: Buffer, end: number): Buffer {
+  const length = end - run.byteOffset;
+  return length === run.length ? run : Buffer.from(run.buffer, run.byteOffset, length);
 }

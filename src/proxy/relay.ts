@@ -78,10 +78,11 @@ export class Relay extends UpstreamRepliesRelay {
     client.on('data', (chunk: Buffer) => this.fromClient(chunk));
     for (const f of upstream.pending) this.fromUpstreamFrames([f]);
     upstream.socket.on('data', (chunk: Buffer) => {
-      let frames: Frame[];
       try {
-        frames = upstream.framer.push(chunk);
+        upstream.framer.feed(chunk);
+        this.fromUpstreamFramer(upstream.framer);
       } catch (e) {
+        if (!(e instanceof ProtocolError)) throw e;
         this.o.log.error(
           { event: 'upstream-protocol', message: (e as Error).message },
           'malformed message from upstream',
@@ -93,7 +94,6 @@ export class Relay extends UpstreamRepliesRelay {
         });
         return;
       }
-      this.fromUpstreamFrames(frames);
       // Budget: what this chunk completed was written to the client (given back once it drains);
       // a large message now arriving waits for its share, the upstream unread meanwhile.
       const hold = this.upstreamHold;

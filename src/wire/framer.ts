@@ -87,6 +87,12 @@ export class MessageFramer {
   private cut = 0;
   /** The message assembled in place ({@link assemblePending}): its buffer, type byte, bytes so far. */
   private assembly: { readonly buf: Buffer; readonly code: number; filled: number } | undefined;
+  /** Bytes still to arrive of the message {@link takeRun} began to pass on (a row split across chunks). */
+  private passing = 0;
+  /** Bytes at the head of the buffered chunks that are the rest of that message, not yet taken. */
+  private passHead = 0;
+  /** The assembled message completed by the last {@link feed}, not yet shifted. */
+  private assembled: Frame | undefined;
 
   /**
    * @param opts maximum sizes in bytes and whether the stream starts with an untyped message.
@@ -99,7 +105,7 @@ export class MessageFramer {
 
   /** Bytes received but not yet returned as part of a frame. */
   get buffered(): number {
-    return this.total + (this.assembly?.filled ?? 0);
+    return this.total + (this.assembly?.filled ?? 0) + (this.assembled?.bytes.length ?? 0);
   }
 
   /** Messages cut so far: with {@link pendingMessageBytes}, names the message now arriving. */
@@ -114,7 +120,7 @@ export class MessageFramer {
    */
   get pendingMessageBytes(): number {
     if (this.assembly) return this.assembly.buf.length;
-    if (this.startup || this.total < 5) return 0;
+    if (this.startup || this.total < 5 || this.passing > 0 || this.passHead > 0) return 0;
     const size = ((this.peek(1) << 24) | (this.peek(2) << 16) | (this.peek(3) << 8) | this.peek(4)) + 1;
     return size > this.total ? size : 0;
   }
@@ -184,13 +190,38 @@ export class MessageFramer {
    * message, header included).
    */
   push(chunk: Buffer): Frame[] {
+    this.feed(chunk);
+    const frames: Frame[] = [];
+    for (;;) {
+      const frame = this.shift();
+      if (!frame) break;
+      frames.push(frame);
+      if (frame.code === 0) {
+        if (isNegotiationRequest(frame.payload)) break;
+        this.startup = false;
+      }
+    }
+    return frames;
+  }
+
+  /**
+   * Appends `chunk` without cutting anything: the messages it completes are taken one at a time
+   * with {@link shift} or a run at a time with {@link takeRun} (the relay's upstream side, which
+   * decides per message whether a run of rows can pass as is). Typed mode only: `push` handles the
+   * switch out of startup mode. Throws the poisoning ProtocolError of an earlier failure.
+   */
+  feed(chunk: Buffer): void {
     if (this.failed) throw this.failed;
     if (this.skipping > 0) {
       const n = Math.min(this.skipping, chunk.length);
       this.skipping -= n;
       chunk = chunk.subarray(n);
     }
-    const frames: Frame[] = [];
+    if (this.passing > 0) {
+      const n = Math.min(this.passing, chunk.length);
+      this.passing -= n;
+      this.passHead += n;
+    }
     const a = this.assembly;
     if (a) {
       const n = Math.min(a.buf.length - a.filled, chunk.length);
@@ -200,23 +231,30 @@ export class MessageFramer {
       if (a.filled === a.buf.length) {
         this.assembly = undefined;
         this.cut++;
-        frames.push(new CutFrame(a.code, a.buf, 5));
+        this.assembled = new CutFrame(a.code, a.buf, 5);
       }
     }
     if (chunk.length > 0) {
       this.chunks.push(chunk);
       this.total += chunk.length;
     }
+  }
+
+  /**
+   * The next complete message fed so far, or undefined when more bytes are needed. Throws (and
+   * poisons the framer with) the ProtocolError {@link push} documents.
+   */
+  shift(): Frame | undefined {
+    if (this.failed) throw this.failed;
+    if (this.passHead > 0)
+      throw new Error('MessageFramer: the rest of a message passed on is taken with takeRun');
+    const done = this.assembled;
+    if (done) {
+      this.assembled = undefined;
+      return done;
+    }
     try {
-      for (;;) {
-        const frame = this.next();
-        if (!frame) break;
-        frames.push(frame);
-        if (frame.code === 0) {
-          if (isNegotiationRequest(frame.payload)) break;
-          this.startup = false;
-        }
-      }
+      return this.next();
     } catch (err) {
       if (err instanceof ProtocolError) this.failed = err;
       this.chunks = [];
@@ -225,7 +263,75 @@ export class MessageFramer {
       this.total = 0;
       throw err;
     }
-    return frames;
+  }
+
+  /**
+   * Takes the run of typed messages of type `code` at the head of what was fed, as far as they lie
+   * in one received chunk: one view of all their bytes, no Frame and no allocation per message
+   * (issue 18: a result's DataRows pass through as byte ranges, one write per chunk as a pipe
+   * makes). A last message of the run that continues in the next chunk is passed on too, from its
+   * whole header on, when it is smaller than `splitBelow` bytes (a larger one is left to be held
+   * and assembled: the memory budget counts it): while {@link continuing}, the next call returns
+   * the rest of it as it arrives, whatever `code`, and nothing else. Undefined when the next message is not a `code` message
+   * with its header in the head chunk (then {@link shift} cuts it, and refuses it when it is
+   * malformed). Stops before a message whose length word is invalid or over the limit, so every
+   * message of a run passed the checks {@link shift} makes.
+   */
+  takeRun(code: number, splitBelow = 0): Buffer | undefined {
+    if (this.passHead > 0) {
+      const c = this.chunks[this.head] as Buffer;
+      const start = this.headOffset;
+      const at = start + this.passHead;
+      this.total -= this.passHead;
+      this.passHead = 0;
+      this.headOffset = at;
+      if (at === c.length) this.dropHead();
+      return c.subarray(start, at);
+    }
+    if (code === 0 || this.startup || this.assembled || this.total < 5) return undefined;
+    const c = this.chunks[this.head] as Buffer;
+    const start = this.headOffset;
+    const max = this.maxMessageBytes;
+    let at = start;
+    let n = 0;
+    while (c.length - at >= 5 && c[at] === code) {
+      const size = c.readInt32BE(at + 1) + 1;
+      if (size < 5 || size > max) break;
+      if (c.length - at < size) {
+        if (size >= splitBelow) break;
+        n++;
+        // Its header is here and valid: the rest goes on as it arrives, never buffered.
+        this.passing = size - (c.length - at);
+        at = c.length;
+        break;
+      }
+      n++;
+      at += size;
+    }
+    if (n === 0) return undefined;
+    this.cut += n;
+    this.total -= at - start;
+    this.headOffset = at;
+    if (at === c.length) this.dropHead();
+    return c.subarray(start, at);
+  }
+
+  /** True while the rest of a message {@link takeRun} began to pass on is still to be taken or to arrive. */
+  get continuing(): boolean {
+    return this.passing > 0 || this.passHead > 0;
+  }
+
+  /** The head chunk is all read: moves on to the next, dropping read chunks in bulk. */
+  private dropHead(): void {
+    this.head++;
+    this.headOffset = 0;
+    if (this.head === this.chunks.length) {
+      this.chunks = [];
+      this.head = 0;
+    } else if (this.head > 64 && this.head * 2 > this.chunks.length) {
+      this.chunks = this.chunks.slice(this.head);
+      this.head = 0;
+    }
   }
 
   /** Cuts the next complete frame, or returns undefined when more bytes are needed. */

@@ -344,3 +344,106 @@ describe('MessageFramer length errors', () => {
     expectProtocolError(() => framer.push(Buffer.concat([fe.sync(), hex('51 00000002')])), '08P01');
   });
 });
+
+describe('MessageFramer runs of one message type (takeRun)', () => {
+  const rows = [
+    be.dataRow([Buffer.from('1'), Buffer.from('alice')]),
+    be.dataRow([Buffer.from('2'), null]),
+    be.dataRow([Buffer.from('3'), Buffer.from('carol')]),
+  ];
+  const tail = [be.commandComplete('SELECT 3'), be.readyForQuery('I')];
+  const D = 0x44;
+
+  /** Feeds `pieces` and takes runs of DataRows where they come, frames otherwise: the bytes in order, and what each was. */
+  function consume(pieces: Buffer[], max = MAX): { kinds: string[]; bytes: Buffer } {
+    const framer = new MessageFramer({ maxMessageBytes: max, startup: false });
+    const kinds: string[] = [];
+    const out: Buffer[] = [];
+    for (const p of pieces) {
+      framer.feed(p);
+      for (;;) {
+        const run = framer.takeRun(D, 1024);
+        if (run) {
+          kinds.push(`run:${run.length}`);
+          out.push(run);
+          continue;
+        }
+        const f = framer.shift();
+        if (!f) break;
+        kinds.push(String.fromCharCode(f.code));
+        out.push(f.bytes);
+      }
+    }
+    expect(framer.buffered).toBe(0);
+    return { kinds, bytes: Buffer.concat(out) };
+  }
+
+  it('takes every whole row of one chunk as one view of it, then frames the rest', () => {
+    const chunk = Buffer.concat([...rows, ...tail]);
+    const framer = new MessageFramer({ maxMessageBytes: MAX, startup: false });
+    framer.feed(chunk);
+    const run = framer.takeRun(D, 1024);
+    const rowBytes = rows.reduce((n, r) => n + r.length, 0);
+    expect(run?.length).toBe(rowBytes);
+    expect(run?.buffer).toBe(chunk.buffer);
+    expect(run?.byteOffset).toBe(chunk.byteOffset);
+    expect(framer.cutCount).toBe(3);
+    expect(framer.takeRun(D)).toBeUndefined();
+    expect(framer.shift()?.code).toBe(0x43);
+    expect(framer.shift()?.code).toBe(0x5a);
+    expect(framer.shift()).toBeUndefined();
+    expect(framer.cutCount).toBe(5);
+  });
+
+  it('yields the same bytes in the same order at every split of the stream', () => {
+    const stream = Buffer.concat([be.rowDescription([]), ...rows, ...tail]);
+    for (let i = 0; i <= stream.length; i++) {
+      const r = consume([stream.subarray(0, i), stream.subarray(i)]);
+      expect(r.bytes.equals(stream)).toBe(true);
+      expect(r.kinds.at(-1)).toBe('Z');
+    }
+  });
+
+  it('passes a row split across chunks on in parts, from its whole header on', () => {
+    const framer = new MessageFramer({ maxMessageBytes: MAX, startup: false });
+    const r0 = rows[0] as Buffer;
+    const r1 = rows[1] as Buffer;
+    framer.feed(r0.subarray(0, 7));
+    expect(framer.takeRun(D, 1)).toBeUndefined();
+    expect(framer.takeRun(D, 1024)?.equals(r0.subarray(0, 7))).toBe(true);
+    expect(framer.continuing).toBe(true);
+    expect(framer.pendingMessageBytes).toBe(0);
+    expect(framer.takeRun(D)).toBeUndefined();
+    framer.feed(r0.subarray(7, 9));
+    expect(framer.takeRun(0x43)?.equals(r0.subarray(7, 9))).toBe(true);
+    framer.feed(Buffer.concat([r0.subarray(9), r1, be.readyForQuery('I')]));
+    expect(() => framer.shift()).toThrow(/takeRun/);
+    expect(framer.takeRun(D)?.equals(r0.subarray(9))).toBe(true);
+    expect(framer.continuing).toBe(false);
+    expect(framer.takeRun(D)?.equals(r1)).toBe(true);
+    expect(framer.shift()?.code).toBe(0x5a);
+    expect(framer.cutCount).toBe(3);
+    expect(framer.buffered).toBe(0);
+  });
+
+  it('leaves a row whose header is split across chunks, a malformed length and an oversize row to shift()', () => {
+    const r0 = rows[0] as Buffer;
+    const split = new MessageFramer({ maxMessageBytes: MAX, startup: false });
+    split.feed(r0.subarray(0, 3));
+    split.feed(r0.subarray(3));
+    expect(split.takeRun(D)).toBeUndefined();
+    expect(split.shift()?.bytes.equals(r0)).toBe(true);
+
+    const bad = new MessageFramer({ maxMessageBytes: MAX, startup: false });
+    bad.feed(Buffer.concat([r0, hex('44 00000002')]));
+    expect(bad.takeRun(D)?.equals(r0)).toBe(true);
+    expect(bad.takeRun(D)).toBeUndefined();
+    expectProtocolError(() => bad.shift(), '08P01');
+    expectProtocolError(() => bad.feed(r0), '08P01');
+
+    const small = new MessageFramer({ maxMessageBytes: r0.length - 1, startup: false });
+    small.feed(r0);
+    expect(small.takeRun(D)).toBeUndefined();
+    expectProtocolError(() => small.shift(), '54000');
+  });
+});
