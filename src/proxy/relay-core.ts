@@ -25,6 +25,7 @@ import { sliceCodePoints } from './code-points.js';
 import { GateMemo } from './gate-memo.js';
 import type { GateSession } from './gate-session.js';
 import type { MemoryBudget } from './memory-budget.js';
+import { type RetainedMap, RetainedStatements, retainedBytes, retainedCost } from './retained-statements.js';
 import { gate } from './statement-gate.js';
 import type { Decider, GateResult, StatementPlan } from './statement-plan.js';
 import type { UpstreamSession } from './upstream.js';
@@ -194,6 +195,11 @@ export interface RelayOptions {
   readonly maxMessageBytes: number;
   /** The proxy's budget for buffered large messages (issue 16 item 2); absent: nothing is counted. */
   readonly memory?: MemoryBudget;
+  /**
+   * The session's prepared statements as the budget counts them (issue 16 item 2; its SQL-level
+   * ones are `gateSession.names.prepared`, made by it); absent: the protocol-level ones alone, by `memory`.
+   */
+  readonly retained?: RetainedStatements;
   /** Ends the session with a FATAL (or quietly). */
   readonly terminate: (fatal?: ErrorFields) => void;
   readonly onTransactionStatus: (status: 'I' | 'T' | 'E') => void;
@@ -238,7 +244,9 @@ function refusalFields(r: Refusal): ErrorFields {
 export abstract class RelayCore {
   protected readonly framer: MessageFramer;
   protected readonly expects: Expect[] = [];
-  protected readonly statements = new Map<string, PreparedEntry>();
+  /** Protocol-level prepared statements, counted against the memory budget while kept (issue 16 item 2). */
+  protected readonly statements: RetainedMap<PreparedEntry>;
+  protected readonly retained: RetainedStatements;
   protected readonly portals = new Map<string, PortalEntry>();
   /** Client messages waiting for the one being decided (decisions may await a catalog load). */
   protected readonly inbox: Frame[] = [];
@@ -256,6 +264,8 @@ export abstract class RelayCore {
   private readonly memo = new GateMemo();
 
   constructor(protected readonly o: RelayOptions) {
+    this.retained = o.retained ?? new RetainedStatements(o.memory);
+    this.statements = this.retained.map((e: PreparedEntry) => retainedCost(e.sql, e.sent));
     this.framer = new MessageFramer({ maxMessageBytes: o.maxMessageBytes, startup: false });
     this.auditLines = o.audit.session({
       conn: o.connId,
@@ -289,9 +299,10 @@ export abstract class RelayCore {
     return this.expects.length > 0 || this.inbox.length > 0 || this.working;
   }
 
-  /** Stops processing (the session is closing). */
+  /** Stops processing (the session is closing); what its prepared statements kept is given back. */
   stop(): void {
     this.closed = true;
+    this.retained.close();
   }
 
   /** Set by {@link ignoreClient}: the client's further messages are dropped unread. */
@@ -476,10 +487,31 @@ export abstract class RelayCore {
       decisionTime(t - begun);
       this.gatedAt = t;
     } else this.gatedAt = 0;
-    if (r.ok) return allowed.call(this, ctx, r) ?? undefined;
-    this.auditRefusal(sql, r.refusal, r.statement);
-    refuse.call(this, r.refusal);
+    const refusal = r.ok ? this.keepRefusal(r.plans) : r.refusal;
+    if (!refusal) return allowed.call(this, ctx, r as GateResult & { ok: true }) ?? undefined;
+    this.auditRefusal(sql, refusal, r.ok ? r.plans[0]?.statement : r.statement);
+    refuse.call(this, refusal);
     return undefined;
+  }
+
+  /**
+   * The refusal (53200) for plans whose SQL-level PREPAREs the session cannot keep within its
+   * share of the memory budget (issue 16 item 2); undefined when they fit or prepare nothing.
+   */
+  protected keepRefusal(plans: readonly StatementPlan[]): Refusal | undefined {
+    let more = 0;
+    let units = 0;
+    let name = '';
+    for (const p of plans) {
+      for (const e of p.effects) {
+        if (e.kind !== 'prepare') continue;
+        more += retainedBytes(p.statement.length);
+        units += p.statement.length;
+        name = e.name;
+      }
+    }
+    if (more === 0 || this.retained.admits(more)) return undefined;
+    return this.retained.refusal(`prepared statement "${name}"`, units);
   }
 
   /**

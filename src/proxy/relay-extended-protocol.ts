@@ -8,7 +8,14 @@ import type { Frame } from '../wire/framer.js';
 import { decodeBind, decodeClose, decodeDescribe, decodeExecute, decodeParse } from '../wire/frontend.js';
 import { parse as encodeParse } from '../wire/frontend-encode.js';
 import { cursorPlan } from './gate-decision.js';
-import { type Expect, MapUndo, type PortalEntry, PROBE_STATEMENT, type PreparedEntry } from './relay-core.js';
+import {
+  type Expect,
+  MapUndo,
+  type PortalEntry,
+  PROBE_STATEMENT,
+  type PreparedEntry,
+  textToKeep,
+} from './relay-core.js';
 import { SimpleQueryRelay } from './relay-simple-query.js';
 import type { GateResult, StatementPlan } from './statement-plan.js';
 
@@ -75,6 +82,17 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
       policy: this.o.gateSession.config,
       sent: result.sent?.text ?? sql,
     };
+    // Kept until Close, DEALLOCATE, DISCARD ALL or the session's end: counted against the memory
+    // budget, and refused (53200, that Parse only) when it does not fit (issue 16 item 2).
+    if (!this.retained.admits(this.statements.growth(name, entry))) {
+      this.refuseExtended(
+        this.retained.refusal(
+          name ? `prepared statement "${name}"` : 'the unnamed prepared statement',
+          sql.length,
+        ),
+      );
+      return;
+    }
     // Pipelined Bind/Describe may follow before ParseComplete: the name exists from now on, and
     // is put back as it was if the upstream refuses the Parse (or skips it after an earlier error).
     this.expects.push({ t: 'parse', entry, undo: new MapUndo(this.statements, name) });
@@ -155,7 +173,8 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
   /** A Bind of `portal` to the prepared statement `e`, decided: the portal exists from now on (see MapUndo). */
   private bound(f: Frame, portal: string, e: PreparedEntry): void {
     this.expects.push({ t: 'bind', undo: new MapUndo(this.portals, portal) });
-    this.portals.set(portal, { plan: e.plan, sql: e.sql });
+    // A portal keeps its statement's text for the audit only: a long one's audit text is made now.
+    this.portals.set(portal, { plan: e.plan, sql: e.plan ? textToKeep(e.sql, [e.plan]) : e.sql });
     // Portals and SQL cursors are one namespace upstream.
     this.o.gateSession.names.cursors.delete(portal);
     this.send(f.bytes);

@@ -115,8 +115,14 @@ export abstract class ResultRelay extends InBandCatalogRelay {
           this.statements.delete(e.name);
           break;
         case 'deallocate':
-          if (e.name === null) names.prepared.clear();
-          else names.prepared.delete(e.name);
+          // DEALLOCATE drops protocol-level prepared statements too (one namespace in Postgres).
+          if (e.name === null) {
+            names.prepared.clear();
+            this.statements.clear();
+          } else {
+            names.prepared.delete(e.name);
+            this.statements.delete(e.name);
+          }
           break;
         case 'declare-cursor':
           // Portals and cursors are one namespace upstream: the protocol portal of that name is gone.

@@ -23,6 +23,8 @@ export abstract class SimpleQueryRelay extends ResultRelay {
   protected simpleQuery(f: Frame): Promise<void> | undefined {
     const { sql } = decodeQuery(f.payload);
     this.startBatch();
+    // Postgres drops the unnamed prepared statement at every Query (exec_simple_query), refused or not.
+    this.statements.delete('');
     return this.withGate(sql, { f, sql, started: performance.now() }, this.queryAllowed, this.refuseSimple);
   }
 
@@ -131,7 +133,9 @@ export abstract class SimpleQueryRelay extends ResultRelay {
 
   private async gateRest(text: string): Promise<GateResult> {
     try {
-      return await gate(text, this.o.gateSession, this.o.cache, this.o.decide);
+      const r = await gate(text, this.o.gateSession, this.o.cache, this.o.decide);
+      const kept = r.ok ? this.keepRefusal(r.plans) : undefined;
+      return kept ? { ok: false, refusal: kept } : r;
     } catch (e) {
       return { ok: false, refusal: this.catalogFailure(e) };
     }

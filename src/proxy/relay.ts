@@ -6,7 +6,8 @@ import type { Frame } from '../wire/framer.js';
 import { decodeEmpty } from '../wire/frontend.js';
 import { sync } from '../wire/frontend-encode.js';
 import { ProtocolError } from '../wire/protocol-error.js';
-import { MessageHold, STALLED_HOLD_MS } from './memory-budget.js';
+import { STALLED_HOLD_MS } from './memory-budget.js';
+import { MessageHold } from './message-hold.js';
 import { UpstreamRepliesRelay } from './relay-upstream-replies.js';
 
 const EMPTY = Buffer.alloc(0);

@@ -58,7 +58,12 @@ export interface ProxyServer {
   /** Number of connections still logging in (issue 16 item 5). */
   readonly pendingCount: () => number;
   /** Read-only counters for metrics and the benchmark: the analysis cache's hits and misses so far. */
-  stats(): { analysis: AnalysisCacheStats; decision: { hits: number; misses: number } };
+  stats(): {
+    analysis: AnalysisCacheStats;
+    decision: { hits: number; misses: number };
+    /** The memory budget (bytes): its limit, what is taken now, and the part prepared statements keep. */
+    memory: { limit: number; inUse: number; retained: number };
+  };
   /**
    * Readiness of `database` (`/readyz`): its catalog read and its upstream answering on the catalog
    * connection within `timeoutMs`. Never rejects.
@@ -370,7 +375,11 @@ export async function startProxy(
     address: { host: addr.address, port: addr.port },
     sessionCount: () => sessions.size,
     pendingCount: () => pending.size,
-    stats: () => ({ analysis: analyses.stats(), decision: decisions.stats() }),
+    stats: () => ({
+      analysis: analyses.stats(),
+      decision: decisions.stats(),
+      memory: { limit: memory.limit, inUse: memory.inUse, retained: memory.retained },
+    }),
     probe: (database, timeoutMs) => {
       const db = current.config.databases[database];
       if (!db)

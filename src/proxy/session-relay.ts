@@ -3,7 +3,9 @@ import type net from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../policy/config-schema.js';
 import type { ErrorFields } from '../wire/backend.js';
+import type { SqlPrepared } from './gate-session.js';
 import { Relay } from './relay.js';
+import { RetainedStatements, retainedCost } from './retained-statements.js';
 import type { SearchPathTracker } from './search-path-tracker.js';
 import type { SessionCatalog } from './session-catalog.js';
 import type { SessionContext } from './session-context.js';
@@ -49,6 +51,8 @@ export interface SessionRelayWiring {
  */
 export function sessionRelay(w: SessionRelayWiring): Relay {
   const { ctx, catalogs, live } = w;
+  // Prepared statements of both levels count against the memory budget while kept (issue 16 item 2).
+  const retained = new RetainedStatements(ctx.memory);
   const relay = new Relay({
     client: w.client,
     upstream: w.upstream,
@@ -70,7 +74,7 @@ export function sessionRelay(w: SessionRelayWiring): Relay {
       database: w.database,
       connection: ctx.connection,
       paths: w.paths,
-      names: { prepared: new Map(), cursors: new Map() },
+      names: { prepared: retained.map((p: SqlPrepared) => retainedCost(p.text)), cursors: new Map() },
       rewrites: ctx.rewrites,
       ...(ctx.walls ? { walls: ctx.walls } : {}),
       catalog: async (refresh) => {
@@ -86,6 +90,7 @@ export function sessionRelay(w: SessionRelayWiring): Relay {
     invalidateCatalog: () => catalogs.invalidate(),
     maxMessageBytes: w.maxMessageBytes,
     memory: ctx.memory,
+    retained,
     terminate: w.terminate,
     onTransactionStatus: (status) => {
       catalogs.transactionStatus(status);

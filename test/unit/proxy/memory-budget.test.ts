@@ -1,11 +1,7 @@
 // The memory budget: takes in order, waits, releases; a connection's hold pauses its socket and gives everything back at close.
 import { describe, expect, it, vi } from 'vitest';
-import {
-  heldCost,
-  LARGE_MESSAGE_BYTES,
-  MemoryBudget,
-  MessageHold,
-} from '../../../src/proxy/memory-budget.js';
+import { heldCost, LARGE_MESSAGE_BYTES, MemoryBudget } from '../../../src/proxy/memory-budget.js';
+import { MessageHold } from '../../../src/proxy/message-hold.js';
 import { MessageFramer } from '../../../src/wire/framer.js';
 import * as fe from '../../../src/wire/frontend-encode.js';
 

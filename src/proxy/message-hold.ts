@@ -1,0 +1,215 @@
+// One direction of one connection as the memory budget sees it: the large message arriving and those cut and not yet written on.
+import { type Grant, heldCost, LARGE_MESSAGE_BYTES, type MemoryBudget } from './memory-budget.js';
+
+/** What {@link MessageHold.arrive} found: go on, or a message that can never fit (refuse it, 53200). */
+export type HoldVerdict = 'ok' | 'too-large';
+
+/** The framer a {@link MessageHold} reads (MessageFramer): the message now arriving, and assembling it in place. */
+export interface HeldFramer {
+  readonly pendingMessageBytes: number;
+  readonly cutCount: number;
+  /** Assembles the message now arriving in one buffer from now on (MessageFramer.assemblePending). */
+  assemblePending?(): void;
+}
+
+/** Options of a {@link MessageHold}. */
+export interface MessageHoldOptions {
+  /** Longest wait for budget (ms), default the budget's `waitMs`. */
+  readonly waitMs?: number;
+  /**
+   * Called when a wait ran out: the take has been withdrawn and nothing of the message is counted;
+   * the caller gives the message up (the socket stays paused until it resumes it). Input: the
+   * message's size in bytes and the wait in ms. Without it the wait does not end.
+   */
+  readonly onWaitTimeout?: (size: number, waitedMs: number) => void;
+}
+
+/**
+ * The budget one direction of one connection holds (issue 16 item 2): the bytes of the large
+ * message now arriving on `socket` (taken when its header has arrived; `socket` is paused until
+ * they are granted) and of the large messages cut from it that have not been written on yet. All
+ * of it is given back by {@link close}. O(1) per chunk: one header read, no scan.
+ */
+export class MessageHold {
+  private arriving = 0;
+  /** MessageFramer.cutCount when the arriving message's bytes were taken (-1: none). */
+  private arrivingId = -1;
+  private inFlight = 0;
+  private waiter: Grant | undefined;
+  private waitTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+  /** When bytes of a held message last arrived or were handed on (ms since the epoch). */
+  private moved = Date.now();
+  /** Sockets held messages were written to and not yet drained, with the bytes they had handed on then. */
+  private readonly outs = new Map<Writable, number>();
+  private readonly unregister: (() => void) | undefined;
+
+  /**
+   * Input: the budget (none: nothing is counted), the socket the messages are read from, and how
+   * to end the session when the budget evicts it as stalled (absent: never evicted).
+   */
+  constructor(
+    private readonly budget: MemoryBudget | undefined,
+    private readonly socket: { pause(): unknown; resume(): unknown },
+    evict?: () => void,
+    private readonly opts: MessageHoldOptions = {},
+  ) {
+    this.unregister =
+      budget && evict
+        ? budget.register({
+            held: () => (this.waiter ? 0 : this.arriving) + this.inFlight,
+            progressAt: (now) => this.progressAt(now),
+            evict,
+          })
+        : undefined;
+  }
+
+  private stopWait(): void {
+    if (this.waiter) this.budget?.cancel(this.waiter);
+    this.waiter = undefined;
+    if (this.waitTimer) clearTimeout(this.waitTimer);
+    this.waitTimer = undefined;
+  }
+
+  /** The last time this hold moved: a held message written on since the last look counts as now. */
+  private progressAt(now: number): number {
+    for (const [out, before] of this.outs) {
+      const handed = handedOn(out);
+      if (handed > before) {
+        this.outs.set(out, handed);
+        this.moved = now;
+      }
+    }
+    return this.moved;
+  }
+
+  /**
+   * After a chunk was framed, before {@link arrive}: the bytes taken for the message that the chunk
+   * completed (the first frame the push returned), now in flight; 0 when none. The caller gives
+   * them back with {@link released} once the message has been written on or dropped.
+   */
+  completed(framer: { readonly cutCount: number }): number {
+    if (this.arrivingId < 0 || framer.cutCount <= this.arrivingId) return 0;
+    this.moved = Date.now();
+    if (this.waiter) {
+      // All of it arrived before the pause took effect: the bytes are here, nothing left to wait for.
+      this.stopWait();
+      this.arriving = 0;
+      this.arrivingId = -1;
+      this.socket.resume();
+      return 0;
+    }
+    const bytes = this.arriving;
+    this.arriving = 0;
+    this.arrivingId = -1;
+    this.inFlight += bytes;
+    return bytes;
+  }
+
+  /**
+   * After a chunk was framed: takes budget for the large message now arriving, if any, pausing
+   * the socket until granted (and again while still waiting, when someone else resumed it).
+   * Output: 'too-large' for a message whose held cost ({@link heldCost}) exceeds the whole budget
+   * (the caller skips it and refuses it), else 'ok'. Once granted, the framer assembles the message
+   * in place (one copy of it in memory while it arrives). A wait longer than `waitMs` is withdrawn
+   * and reported to `onWaitTimeout` (the caller refuses the message, 53200).
+   */
+  arrive(framer: HeldFramer): HoldVerdict {
+    // A chunk of the arriving message came: the client is sending it.
+    if (this.arrivingId >= 0) this.moved = Date.now();
+    if (this.waiter) {
+      this.socket.pause();
+      return 'ok';
+    }
+    if (!this.budget || this.closed || this.arrivingId >= 0) return 'ok';
+    const size = framer.pendingMessageBytes;
+    if (size < LARGE_MESSAGE_BYTES) return 'ok';
+    const cost = heldCost(size);
+    if (this.budget.tooLarge(cost)) return 'too-large';
+    this.arriving = cost;
+    this.arrivingId = framer.cutCount;
+    this.moved = Date.now();
+    const grant: Grant = () => {
+      this.waiter = undefined;
+      if (this.waitTimer) clearTimeout(this.waitTimer);
+      this.waitTimer = undefined;
+      if (this.closed) {
+        this.budget?.release(cost);
+        return;
+      }
+      framer.assemblePending?.();
+      this.socket.resume();
+    };
+    if (this.budget.take(cost, grant)) {
+      framer.assemblePending?.();
+      return 'ok';
+    }
+    this.waiter = grant;
+    this.socket.pause();
+    const onTimeout = this.opts.onWaitTimeout;
+    if (onTimeout) {
+      const waitMs = this.opts.waitMs ?? this.budget.waitMs;
+      this.waitTimer = setTimeout(() => {
+        this.waitTimer = undefined;
+        if (this.waiter !== grant) return;
+        this.stopWait();
+        this.arriving = 0;
+        this.arrivingId = -1;
+        onTimeout(size, waitMs);
+      }, waitMs);
+      this.waitTimer.unref();
+    }
+    return 'ok';
+  }
+
+  /** Gives back `bytes` of {@link completed}'s once their message has been written on (or dropped). */
+  released(bytes: number): void {
+    if (this.closed || bytes <= 0) return;
+    this.inFlight -= bytes;
+    this.budget?.release(bytes);
+  }
+
+  /**
+   * Gives back `bytes` once `out` has no more than its high-water mark buffered (at once when it has
+   * not asked for a drain): the message has been handed to the kernel.
+   */
+  releaseAfterDrain(bytes: number, out: Writable): void {
+    if (bytes <= 0) return;
+    if (out.writableNeedDrain) {
+      this.outs.set(out, handedOn(out));
+      out.once('drain', () => {
+        this.outs.delete(out);
+        this.moved = Date.now();
+        this.released(bytes);
+      });
+    } else this.released(bytes);
+  }
+
+  /** The connection closed: everything held is given back, a wait is withdrawn. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.unregister?.();
+    this.outs.clear();
+    if (this.waiter) {
+      this.stopWait();
+      this.arriving = 0;
+    }
+    this.budget?.release(this.arriving + this.inFlight);
+    this.arriving = 0;
+    this.inFlight = 0;
+  }
+}
+
+/** The socket a held message is written to: its buffer state, and its byte counts when it has them (net.Socket). */
+export interface Writable {
+  readonly writableNeedDrain: boolean;
+  readonly writableLength?: number;
+  readonly bytesWritten?: number;
+  once(e: 'drain', f: () => void): unknown;
+}
+
+/** Bytes `out` has handed to the kernel: written minus still buffered (0 without the counts). */
+function handedOn(out: Writable): number {
+  return (out.bytesWritten ?? 0) - (out.writableLength ?? 0);
+}
