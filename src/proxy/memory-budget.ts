@@ -44,8 +44,9 @@ export type Grant = () => void;
 
 /**
  * How long (ms) a wait for budget may last while a session holding budget makes no progress
- * (its client neither reads what is held for it nor sends the rest of a message it announced)
- * before that session is ended (see {@link MemoryBudget}).
+ * (its client neither reads what is held for it nor sends the rest of a message it announced, or
+ * does either slower than MessageHold's pace) before that session is ended (see
+ * {@link MemoryBudget}).
  */
 export const STALLED_HOLD_MS = 5000;
 
@@ -53,7 +54,10 @@ export const STALLED_HOLD_MS = 5000;
 export interface BudgetHolder {
   /** Bytes it holds now. */
   held(): number;
-  /** When it last moved (ms since the epoch): bytes of a held message arrived or were handed on. */
+  /**
+   * When it last moved (ms since the epoch): a held message completed or was written on, or
+   * enough of its bytes arrived or were handed on to keep its pace (message-hold.ts).
+   */
   progressAt(now: number): number;
   /** Ends its session (FATAL 53200); its bytes are then given back. */
   evict(): void;
@@ -75,19 +79,21 @@ export class MemoryBudget {
   /**
    * Input: the budget in bytes (> 0), how long a wait may last while a holder is stalled (ms,
    * default {@link STALLED_HOLD_MS}), and how long a message may wait at all (ms, > 0;
-   * limits.memory_wait_ms) before MessageHold gives it up (53200): holders that all move, however
-   * slowly, are never evicted, and a wait must still end.
+   * limits.memory_wait_ms) before MessageHold gives it up (53200): holders that all keep their
+   * pace are never evicted, and a wait must still end.
    *
    * A wait is never ended by a holder that is not there: one session whose client stops reading a
    * large row it asked for (or announces a large message and sends no more of it) would otherwise
    * hold its share forever, and every other session's large messages would wait behind it. So
    * while some take has waited `stallMs`, the holder that has made no progress for `stallMs` and
    * holds the most is evicted (its session ends with FATAL 53200), once per check, until the head
-   * of the queue fits. A holder that moves, however slowly, is never evicted.
+   * of the queue fits. A holder that keeps its pace (bytes enough to finish what it holds within
+   * `waitMs`, message-hold.ts) is never evicted; one byte a second is no pace (attack: it held
+   * 40 MB for days while every other session's large messages waited out `waitMs`).
    */
   constructor(
     readonly limit: number,
-    private readonly stallMs = STALLED_HOLD_MS,
+    readonly stallMs = STALLED_HOLD_MS,
     readonly waitMs: number = DEFAULT_MEMORY_WAIT_MS,
   ) {}
 

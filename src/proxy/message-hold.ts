@@ -1,5 +1,12 @@
 // One direction of one connection as the memory budget sees it: the large message arriving and those cut and not yet written on.
-import { type Grant, heldCost, LARGE_MESSAGE_BYTES, type MemoryBudget } from './memory-budget.js';
+import {
+  DEFAULT_MEMORY_WAIT_MS,
+  type Grant,
+  HELD_COPIES,
+  heldCost,
+  LARGE_MESSAGE_BYTES,
+  type MemoryBudget,
+} from './memory-budget.js';
 
 /** What {@link MessageHold.arrive} found: go on, or a message that can never fit (refuse it, 53200). */
 export type HoldVerdict = 'ok' | 'too-large';
@@ -8,6 +15,8 @@ export type HoldVerdict = 'ok' | 'too-large';
 export interface HeldFramer {
   readonly pendingMessageBytes: number;
   readonly cutCount: number;
+  /** Bytes received and not yet cut (MessageFramer.buffered): how much of the arriving message is here. */
+  readonly buffered: number;
   /** Assembles the message now arriving in one buffer from now on (MessageFramer.assemblePending). */
   assemblePending?(): void;
 }
@@ -38,8 +47,12 @@ export class MessageHold {
   private waiter: Grant | undefined;
   private waitTimer: NodeJS.Timeout | undefined;
   private closed = false;
-  /** When bytes of a held message last arrived or were handed on (ms since the epoch). */
+  /** When this hold last kept its pace (ms since the epoch): see {@link moveBy}. */
   private moved = Date.now();
+  /** Bytes of held messages that arrived or were handed on since {@link moved}. */
+  private movedBytes = 0;
+  /** framer.buffered when the arriving message was last looked at. */
+  private arrivedBytes = 0;
   /** Sockets held messages were written to and not yet drained, with the bytes they had handed on then. */
   private readonly outs = new Map<Writable, number>();
   private readonly unregister: (() => void) | undefined;
@@ -71,16 +84,37 @@ export class MessageHold {
     this.waitTimer = undefined;
   }
 
-  /** The last time this hold moved: a held message written on since the last look counts as now. */
+  /** The last time this hold kept its pace, counting what was handed on of held messages since the last look. */
   private progressAt(now: number): number {
     for (const [out, before] of this.outs) {
       const handed = handedOn(out);
       if (handed > before) {
         this.outs.set(out, handed);
-        this.moved = now;
+        this.moveBy(handed - before, now);
       }
     }
     return this.moved;
+  }
+
+  /** A held message completed or was written on: this hold moved now. */
+  private movedNow(now = Date.now()): void {
+    this.moved = now;
+    this.movedBytes = 0;
+  }
+
+  /**
+   * `bytes` of held messages arrived or were handed on: this hold has moved once they add up to its
+   * pace since it last moved — the bytes per stall window that would finish the messages it holds
+   * (their size: held cost / HELD_COPIES) within the wait a waiter is given (`waitMs`). A trickle
+   * below it is no progress: the budget may end the session while others wait.
+   */
+  private moveBy(bytes: number, now: number): void {
+    this.movedBytes += bytes;
+    const budget = this.budget;
+    const held = ((this.waiter ? 0 : this.arriving) + this.inFlight) / HELD_COPIES;
+    const waitMs = this.opts.waitMs ?? budget?.waitMs ?? DEFAULT_MEMORY_WAIT_MS;
+    const pace = budget ? Math.ceil((held * budget.stallMs) / waitMs) : 0;
+    if (this.movedBytes >= pace) this.movedNow(now);
   }
 
   /**
@@ -90,7 +124,7 @@ export class MessageHold {
    */
   completed(framer: { readonly cutCount: number }): number {
     if (this.arrivingId < 0 || framer.cutCount <= this.arrivingId) return 0;
-    this.moved = Date.now();
+    this.movedNow();
     if (this.waiter) {
       // All of it arrived before the pause took effect: the bytes are here, nothing left to wait for.
       this.stopWait();
@@ -115,8 +149,11 @@ export class MessageHold {
    * and reported to `onWaitTimeout` (the caller refuses the message, 53200).
    */
   arrive(framer: HeldFramer): HoldVerdict {
-    // A chunk of the arriving message came: the client is sending it.
-    if (this.arrivingId >= 0) this.moved = Date.now();
+    // A chunk of the arriving message came: the client is sending it, at the pace its bytes show.
+    if (this.arrivingId >= 0) {
+      this.moveBy(Math.max(0, framer.buffered - this.arrivedBytes), Date.now());
+      this.arrivedBytes = framer.buffered;
+    }
     if (this.waiter) {
       this.socket.pause();
       return 'ok';
@@ -128,7 +165,8 @@ export class MessageHold {
     if (this.budget.tooLarge(cost)) return 'too-large';
     this.arriving = cost;
     this.arrivingId = framer.cutCount;
-    this.moved = Date.now();
+    this.arrivedBytes = framer.buffered;
+    this.movedNow();
     const grant: Grant = () => {
       this.waiter = undefined;
       if (this.waitTimer) clearTimeout(this.waitTimer);
@@ -179,7 +217,7 @@ export class MessageHold {
       this.outs.set(out, handedOn(out));
       out.once('drain', () => {
         this.outs.delete(out);
-        this.moved = Date.now();
+        this.movedNow();
         this.released(bytes);
       });
     } else this.released(bytes);

@@ -52,12 +52,12 @@ export class Relay extends UpstreamRepliesRelay {
   private stalled(): void {
     this.o.log.warn(
       { event: 'memory-budget-stalled' },
-      'session ended: it held memory budget others wait for, and its client made no progress',
+      'session ended: it held memory budget others wait for, and its client made no progress at pace',
     );
     this.o.terminate({
       severity: 'FATAL',
       code: '53200',
-      message: `out of memory: this session held part of pgwarden's memory budget (limits.memory_budget_bytes) that other sessions wait for, and its client has neither read nor sent any of it for ${STALLED_HOLD_MS / 1000} s`,
+      message: `out of memory: this session held part of pgwarden's memory budget (limits.memory_budget_bytes) that other sessions wait for, and for ${STALLED_HOLD_MS / 1000} s its client has not read or sent it at the pace that would finish it within limits.memory_wait_ms`,
     });
     this.o.client.destroy();
     this.o.upstream.socket.destroy();

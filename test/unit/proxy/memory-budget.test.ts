@@ -134,6 +134,42 @@ describe('MessageHold with a MessageFramer', () => {
     expect(socket.calls).toEqual([]);
   });
 
+  // Attack finding (fixed): any byte counted as progress, so a client sending a held message at a
+  // byte a second was never evicted while others waited (test/e2e/attacks/memory-budget-trickle.test.ts).
+  it('a message arriving slower than the pace that finishes it within waitMs is stalled; at pace it moves', () => {
+    vi.useFakeTimers();
+    try {
+      // Pace: size × stallMs / waitMs = size / 5 bytes per stall window (2 s); paced sends that each second.
+      const budget = new MemoryBudget(heldCost(size) * 4, 2000, 10_000);
+      const evicted: string[] = [];
+      const run = (name: string, bytesPerSecond: number) => {
+        const hold = new MessageHold(budget, fakeSocket(), () => evicted.push(name));
+        const framer = new MessageFramer({ maxMessageBytes: size * 4, startup: false });
+        let at = 0;
+        const send = (n: number) => {
+          framer.push(big.subarray(at, at + n));
+          at += n;
+          hold.completed(framer);
+          hold.arrive(framer);
+        };
+        send(100);
+        return () => send(bytesPerSecond);
+      };
+      const slow = run('one byte a second', 1);
+      const paced = run('at pace', Math.ceil(size / 5));
+      // Someone waits for more than is left.
+      budget.take(heldCost(size) * 3, () => {});
+      for (let t = 0; t < 4; t++) {
+        slow();
+        paced();
+        vi.advanceTimersByTime(1000);
+      }
+      expect(evicted).toEqual(['one byte a second']);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('pauses the socket while the budget is taken by another connection, resumes once granted', () => {
     const budget = new MemoryBudget(heldCost(size) + 10);
     budget.take(20, () => {});
