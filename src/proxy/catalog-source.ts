@@ -254,7 +254,8 @@ export class CatalogSource {
     const kind = base ? 'incremental' : 'full';
     const promise = this.read(st, version, base).then(
       async (catalog) => {
-        catalogRead(database, kind, true, performance.now() - started);
+        const ms = performance.now() - started;
+        catalogRead(database, kind, true, ms);
         await this.afterRead?.(database, catalog);
         const at = Date.now();
         this.log?.debug(
@@ -264,6 +265,7 @@ export class CatalogSource {
             version,
             incremental: base !== undefined,
             relations: catalog.relations.size,
+            ms: Math.round(ms * 10) / 10,
           },
           'catalog read',
         );

@@ -17,6 +17,12 @@ export interface HeldPrivileges {
   readonly relations: Map<number, RelationName>;
 }
 
+/** Relations and schemas a read of held privileges is limited to (an incremental sync's scope). */
+export interface HeldScope {
+  readonly relations: readonly number[];
+  readonly schemas: readonly string[];
+}
+
 /**
  * Reads every privilege `role` (by OID) holds directly in the current database: relation ACLs
  * (`pg_class.relacl`), column ACLs (`pg_attribute.attacl`, dropped columns left out) and schema ACLs
@@ -24,7 +30,22 @@ export interface HeldPrivileges {
  * 9.26 "aclexplode"). Output: keys in {@link PrivilegeKey} form.
  */
 export async function readHeldPrivileges(client: pg.ClientBase, roleOid: number): Promise<HeldPrivileges> {
+  return (await readHeldPrivilegesOf(client, [roleOid])).get(roleOid) as HeldPrivileges;
+}
+
+/**
+ * {@link readHeldPrivileges} for several roles in one query (an entry for each of `roleOids`, empty
+ * when it holds nothing), limited to the relations and schemas of `scope` when given.
+ */
+export async function readHeldPrivilegesOf(
+  client: pg.ClientBase,
+  roleOids: readonly number[],
+  scope?: HeldScope,
+): Promise<Map<number, HeldPrivileges>> {
+  const rel = scope ? 'c.oid = ANY ($2::int8[]::oid[])' : 'true';
+  const nsp = scope ? 'n.nspname = ANY ($3::text[])' : 'true';
   const r = await client.query<{
+    g: string;
     k: string;
     oid: string | null;
     nspname: string | null;
@@ -33,44 +54,56 @@ export async function readHeldPrivileges(client: pg.ClientBase, roleOid: number)
     attname: string | null;
     priv: string;
   }>(
-    `SELECT 'T' AS k, c.oid::int8 AS oid, n.nspname, c.relname, c.relkind::text AS relkind, NULL::text AS attname, a.privilege_type AS priv
+    `SELECT a.grantee::int8 AS g, 'T' AS k, c.oid::int8 AS oid, n.nspname, c.relname, c.relkind::text AS relkind, NULL::text AS attname, a.privilege_type AS priv
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace, aclexplode(c.relacl) a
-      WHERE a.grantee = $1::oid
+      WHERE a.grantee = ANY ($1::int8[]::oid[]) AND ${rel}
      UNION ALL
-     SELECT 'C', c.oid::int8, n.nspname, c.relname, c.relkind::text, att.attname::text, a.privilege_type
+     SELECT a.grantee::int8, 'C', c.oid::int8, n.nspname, c.relname, c.relkind::text, att.attname::text, a.privilege_type
        FROM pg_attribute att JOIN pg_class c ON c.oid = att.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace,
             aclexplode(att.attacl) a
-      WHERE a.grantee = $1::oid AND NOT att.attisdropped
+      WHERE a.grantee = ANY ($1::int8[]::oid[]) AND NOT att.attisdropped AND ${rel.replace('c.oid', 'att.attrelid')}
      UNION ALL
-     SELECT 'N', NULL, n.nspname, NULL, NULL, NULL, a.privilege_type
-       FROM pg_namespace n, aclexplode(n.nspacl) a WHERE a.grantee = $1::oid`,
-    [roleOid],
+     SELECT a.grantee::int8, 'N', NULL, n.nspname, NULL, NULL, NULL, a.privilege_type
+       FROM pg_namespace n, aclexplode(n.nspacl) a WHERE a.grantee = ANY ($1::int8[]::oid[]) AND ${nsp}`,
+    scope ? [roleOids, scope.relations, scope.schemas] : [roleOids],
   );
-  const keys = new Set<PrivilegeKey>();
-  const relations = new Map<number, RelationName>();
+  const out = new Map<number, HeldPrivileges>();
+  for (const oid of roleOids) out.set(oid, { keys: new Set(), relations: new Map() });
   for (const row of r.rows) {
+    const held = out.get(Number(row.g));
+    if (!held) continue;
     if (row.k === 'N') {
-      keys.add(`N|${row.nspname}|${row.priv}`);
+      held.keys.add(`N|${row.nspname}|${row.priv}`);
       continue;
     }
     const oid = Number(row.oid);
-    relations.set(oid, { schema: row.nspname ?? '', name: row.relname ?? '', relkind: row.relkind ?? 'r' });
-    keys.add(row.k === 'T' ? `T|${oid}|${row.priv}` : `C|${oid}|${row.attname}|${row.priv}`);
+    held.relations.set(oid, {
+      schema: row.nspname ?? '',
+      name: row.relname ?? '',
+      relkind: row.relkind ?? 'r',
+    });
+    held.keys.add(row.k === 'T' ? `T|${oid}|${row.priv}` : `C|${oid}|${row.attname}|${row.priv}`);
   }
-  return { keys, relations };
+  return out;
 }
 
 /**
  * For each table OID, the sequences its column defaults call (pg_depend of pg_attrdef rows on
- * sequences: `nextval('s'::regclass)`, serial columns). Identity columns need no privilege.
+ * sequences: `nextval('s'::regclass)`, serial columns), of every table or of `tables` only.
+ * Identity columns need no privilege.
  */
-export async function readDefaultSequences(client: pg.ClientBase): Promise<Map<number, number[]>> {
+export async function readDefaultSequences(
+  client: pg.ClientBase,
+  tables?: readonly number[],
+): Promise<Map<number, number[]>> {
   const r = await client.query<{ rel: string; seqs: string[] }>(
     `SELECT ad.adrelid::int8 AS rel, array_agg(DISTINCT d.refobjid::int8) AS seqs
        FROM pg_attrdef ad
        JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid AND d.refclassid = 'pg_class'::regclass
        JOIN pg_class s ON s.oid = d.refobjid AND s.relkind = 'S'
+      WHERE ${tables ? 'ad.adrelid = ANY ($1::int8[]::oid[])' : 'true'}
       GROUP BY ad.adrelid`,
+    tables ? [tables] : [],
   );
   return new Map(r.rows.map((x) => [Number(x.rel), x.seqs.map(Number)]));
 }
@@ -79,11 +112,13 @@ export async function readDefaultSequences(client: pg.ClientBase): Promise<Map<n
  * The relation OIDs on which the current login cannot grant everything pgwarden may grant, each with
  * the privileges it lacks (`SELECT`, `INSERT`, `UPDATE`, `DELETE`, or `USAGE` for a sequence): neither
  * ownership (membership in the owner role) nor the grant option; and the schemas it cannot grant USAGE
- * on. Schemas for which `unmanaged` is true (isUnmanagedSchema) are left out.
+ * on. Schemas for which `unmanaged` is true (isUnmanagedSchema) are left out. With `only`, only
+ * those relations are read (the schemas always).
  */
 export async function readUngrantable(
   client: pg.ClientBase,
   unmanaged: (schema: string) => boolean,
+  only?: readonly number[],
 ): Promise<Ungrantable> {
   const r = await client.query<{
     oid: string;
@@ -101,7 +136,8 @@ export async function readUngrantable(
               CASE WHEN c.relkind <> 'm' AND NOT has_table_privilege(c.oid, 'DELETE WITH GRANT OPTION') THEN 'DELETE' END]
             END, NULL) AS missing
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')`,
+      WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S') AND ${only ? 'c.oid = ANY ($1::int8[]::oid[])' : 'true'}`,
+    only ? [only] : [],
   );
   const relations = new Map<number, { schema: string; name: string; missing: string[] }>();
   for (const row of r.rows) {

@@ -1,73 +1,33 @@
 // The managed roles of one proxy: per managed database, its roles, set logins and grants kept in step with the policy and catalog.
-import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Catalog } from '../catalog/types.js';
-import { grantSync } from '../ops/metrics.js';
 import type { Config } from '../policy/config-schema.js';
 import { databaseIsRuled } from '../policy/database-access.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
-import { policyVersion } from '../policy/policy-version.js';
 import { checkAction } from '../policy/rule-match.js';
-import { loadParser, majorOfServerVersion } from '../sql/parser.js';
+import { ensureBookkeeping, touchRow, workspaceRows } from './bookkeeping.js';
+import { grantRunOf, syncDatabase } from './database-sync.js';
+import { applyGrants, retryTransient } from './grant-apply.js';
+import { isUnmanagedSchema } from './grant-plan.js';
+import { desiredGrants, grantContext } from './grant-run.js';
+import { readHeldPrivileges } from './grant-sync.js';
 import {
-  ensureBookkeeping,
-  ROLES_LOCK_SQL,
-  type SetLoginRow,
-  touchRow,
-  workspaceRows,
-} from './bookkeeping.js';
-import { catalogDigest, isUnmanagedSchema, type PrivilegeKey, planGrants } from './grant-plan.js';
-import {
-  grantableOnly,
-  grantDiff,
-  readDefaultSequences,
-  readHeldPrivileges,
-  readUngrantable,
-} from './grant-sync.js';
+  type DatabaseState,
+  ensureRoles,
+  isManaged,
+  type KnownLogin,
+  ManagedRolesError,
+  newDatabaseState,
+  retire,
+  type SetLogin,
+  serial,
+  members as setMembers,
+} from './managed-database.js';
 import { checkAdministrationLogin } from './preflight.js';
-import { managedRoleName, setLoginName } from './role-names.js';
-import { ensureSetLogin, retireSetLogin, type SetMember } from './set-logins.js';
-import { ensureWorkspaceRoles } from './workspace-roles.js';
+import { setLoginName } from './role-names.js';
+import { ensureSetLogin, type SetMember } from './set-logins.js';
 
-/** Sessions cannot get a login now: FATAL with this SQLSTATE (57P03 cannot_connect_now, 08006, 28000). */
-export class ManagedRolesError extends Error {
-  constructor(
-    readonly sqlstate: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ManagedRolesError';
-  }
-}
-
-/** The upstream login a session uses: a set login's name and password. */
-export interface SetLogin {
-  readonly user: string;
-  readonly password: string;
-}
-
-/**
- * SQLSTATEs of a GRANT or REVOKE whose object was dropped since the catalog was read:
- * undefined_table, undefined_column, invalid_schema_name, undefined_object.
- */
-const GONE: ReadonlySet<string> = new Set(['42P01', '42703', '3F000', '42704']);
-
-/**
- * SQLSTATEs worth one more try at once: concurrent DDL on the same catalog rows ("tuple
- * concurrently updated", XX000), deadlock_detected, serialization_failure.
- */
-const TRANSIENT: ReadonlySet<string> = new Set(['XX000', '40P01', '40001']);
-
-/** Runs `f`, once more when it rejects with a {@link TRANSIENT} SQLSTATE. */
-async function retryTransient<T>(f: () => Promise<T>): Promise<T> {
-  try {
-    return await f();
-  } catch (e) {
-    if (!TRANSIENT.has((e as { code?: string }).code ?? '')) throw e;
-    await new Promise((r) => setTimeout(r, 50));
-    return f();
-  }
-}
+export { isManaged, ManagedRolesError, type SetLogin } from './managed-database.js';
 
 /** A day in ms: `last_used_at` is written at most this often per login (issue 17). */
 const DAY_MS = 86_400_000;
@@ -76,40 +36,6 @@ export const UNUSED_LOGIN_MS = 30 * DAY_MS;
 /** How often the sweep runs, and how soon a failed sync is tried again. */
 const SWEEP_EVERY_MS = 3_600_000;
 const RETRY_SYNC_MS = 5_000;
-/** A full sync at least this often, even when neither policy nor catalog changed (grants edited behind pgwarden). */
-const RESYNC_MS = 600_000;
-
-interface KnownLogin {
-  password: string;
-  roles: readonly string[];
-  /** When this instance last wrote last_used_at (ms). */
-  touchedAt: number;
-}
-
-interface DatabaseState {
-  readonly name: string;
-  readonly workspace: string;
-  readonly adminUrl: string;
-  databaseOid: number;
-  /** Config role name → pg_authid OID of its PostgreSQL role. */
-  roleOids: Map<string, number>;
-  readonly logins: Map<string, KnownLogin>;
-  /** Open sessions per login on this instance (the sweep never drops one in use). */
-  readonly inUse: Map<string, number>;
-  /** Why the last sync failed; new sessions are refused while set. */
-  failure: string | undefined;
-  /** Every change to this database runs after the previous one (this instance). */
-  chain: Promise<unknown>;
-  /** The last reload's work (roles, retirements, sync): new sessions wait for it. */
-  settled: Promise<void>;
-  /** What the last successful sync was computed from (policy version, catalog digest), and when. */
-  synced: { key: string; at: number } | undefined;
-  retry: NodeJS.Timeout | undefined;
-  /** The administration connection, kept open between uses (issue 15: no connect per grant sync). */
-  adminConn: Promise<pg.Client> | undefined;
-  /** Uses of the administration connection run one after another. */
-  adminChain: Promise<unknown>;
-}
 
 /** What {@link ManagedRoles} needs from the proxy. */
 export interface ManagedRolesOptions {
@@ -117,11 +43,6 @@ export interface ManagedRolesOptions {
   readonly connection: ConnectionKind;
   /** The current catalog of a client-facing database (the shared catalog source). */
   readonly catalog: (database: string) => Promise<Catalog>;
-}
-
-/** True when `database` is under `roles: managed` in `config`. */
-export function isManaged(config: Config, database: string): boolean {
-  return Object.hasOwn(config.databases, database) && config.databases[database]?.roles === 'managed';
 }
 
 /**
@@ -148,23 +69,8 @@ export class ManagedRoles {
     this.config = config;
     for (const [name, db] of Object.entries(config.databases)) {
       if (db.roles !== 'managed') continue;
-      const state: DatabaseState = {
-        name,
-        workspace: db.role_prefix ?? '',
-        adminUrl: db.admin_url ?? db.url,
-        databaseOid: 0,
-        roleOids: new Map(),
-        logins: new Map(),
-        inUse: new Map(),
-        failure: undefined,
-        chain: Promise.resolve(),
-        settled: Promise.resolve(),
-        synced: undefined,
-        retry: undefined,
-        adminConn: undefined,
-        adminChain: Promise.resolve(),
-      };
-      await this.admin(state, async (c) => {
+      const state = newDatabaseState(name, db.role_prefix ?? '', db.admin_url ?? db.url);
+      await state.admin.use(async (c) => {
         const problem = await checkAdministrationLogin(c, isUnmanagedSchema);
         if (problem) throw new Error(`database ${name}: ${problem}`);
         await ensureBookkeeping(c);
@@ -172,7 +78,7 @@ export class ManagedRoles {
           'SELECT oid::int8 AS oid FROM pg_database WHERE datname = current_database()',
         );
         state.databaseOid = Number(oid.rows[0]?.oid);
-        state.roleOids = await this.ensureRoles(c, state, config);
+        state.roleOids = await ensureRoles(c, state, config);
         for (const row of await workspaceRows(c, state.workspace))
           state.logins.set(row.login, { password: row.password, roles: row.roles, touchedAt: 0 });
       });
@@ -192,7 +98,7 @@ export class ManagedRoles {
     clearInterval(this.sweeper);
     for (const s of this.dbs.values()) {
       clearTimeout(s.retry);
-      this.dropAdmin(s);
+      s.admin.close();
     }
   }
 
@@ -213,7 +119,7 @@ export class ManagedRoles {
         '57P03',
         `pgwarden cannot bring the grants of database "${database}" up to date; connections are refused until it can (see the proxy log)`,
       );
-    const members = this.members(state, roles);
+    const members = setMembers(state, roles);
     const login = setLoginName(
       state.databaseOid,
       members.map((m) => m.oid),
@@ -234,7 +140,7 @@ export class ManagedRoles {
   async loginRejected(database: string, login: SetLogin, roles: readonly string[]): Promise<SetLogin> {
     const state = this.dbs.get(database);
     if (!state) throw new ManagedRolesError('08006', `database "${database}" is not managed`);
-    return this.ensure(state, login.user, this.members(state, roles), login.password);
+    return this.ensure(state, login.user, setMembers(state, roles), login.password);
   }
 
   /** True when sessions on `database` log in as set logins (managed, and started as such). */
@@ -320,30 +226,32 @@ export class ManagedRoles {
       failed(e);
       return;
     }
-    await this.serial(state, async () => {
-      const config = this.config as Config;
-      const key = `${policyVersion(config)}:${catalogDigest(cat)}`;
-      // Nothing grants are computed from changed since the last sync (a catalog read again after an
-      // unknown name, the TTL): skip it, but sync in full at least every RESYNC_MS.
-      if (!state.failure && state.synced?.key === key && Date.now() - state.synced.at < RESYNC_MS) return;
-      const started = performance.now();
+    await serial(state, async () => {
       try {
-        const outcome = await retryTransient(() =>
-          this.admin(state, (c) => this.syncWith(c, state, config, cat)),
-        );
-        grantSync(database, true, performance.now() - started);
+        await syncDatabase(state, this.config as Config, cat, this.o);
         clearTimeout(state.retry);
         state.retry = undefined;
-        state.synced = { key, at: Date.now() };
         if (state.failure)
           this.o.logger.info({ event: 'grant-sync-recovered', database }, 'grant sync succeeded again');
         state.failure = undefined;
-        this.o.logger.info({ event: 'grant-sync', database, ...outcome }, 'grants synced');
       } catch (e) {
-        grantSync(database, false, performance.now() - started);
         failed(e);
       }
     });
+  }
+
+  /**
+   * A full sync of `database` now, on its current catalog, as after a reload (not scoped to a
+   * catalog change): for grants edited behind pgwarden's back, and for tests comparing what a
+   * scoped sync left with what a full one gives. Never rejects.
+   */
+  async syncInFull(database: string): Promise<void> {
+    const state = this.dbs.get(database);
+    if (!state) return;
+    await serial(state, async () => {
+      state.synced = undefined;
+    });
+    await this.sync(database);
   }
 
   /**
@@ -354,15 +262,15 @@ export class ManagedRoles {
   async sweep(now = Date.now()): Promise<string[]> {
     const dropped: string[] = [];
     for (const state of this.dbs.values()) {
-      await this.serial(state, async () => {
-        await this.admin(state, async (c) => {
+      await serial(state, async () => {
+        await state.admin.use(async (c) => {
           for (const row of await workspaceRows(c, state.workspace)) {
             if (state.inUse.has(row.login)) {
               await touchRow(c, row.login);
               continue;
             }
             if (now - row.lastUsedAt.getTime() < UNUSED_LOGIN_MS) continue;
-            await this.retire(c, state, row.login);
+            await retire(c, state, row.login, this.o.logger);
             dropped.push(row.login);
           }
         });
@@ -379,88 +287,6 @@ export class ManagedRoles {
 
   // ---- internals ----
 
-  private serial<T>(state: DatabaseState, f: () => Promise<T>): Promise<T> {
-    const run = state.chain.catch(() => {}).then(f);
-    state.chain = run.catch(() => {});
-    return run;
-  }
-
-  /**
-   * Runs `f` on the database's administration connection (opened on first use, kept open, opened
-   * again after it breaks), one use at a time. A use that fails is followed by a ROLLBACK, so the
-   * next one never starts inside its transaction; a connection that cannot take it is dropped.
-   */
-  private admin<T>(state: DatabaseState, f: (c: pg.Client) => Promise<T>): Promise<T> {
-    const run = state.adminChain
-      .catch(() => {})
-      .then(async () => {
-        const c = await this.adminClient(state);
-        try {
-          return await f(c);
-        } catch (e) {
-          await c.query('ROLLBACK').catch(() => this.dropAdmin(state));
-          throw e;
-        }
-      });
-    state.adminChain = run.catch(() => {});
-    return run;
-  }
-
-  private adminClient(state: DatabaseState): Promise<pg.Client> {
-    if (state.adminConn) return state.adminConn;
-    const c = new pg.Client({
-      connectionString: state.adminUrl,
-      connectionTimeoutMillis: 10_000,
-      application_name: 'pgwarden admin',
-    });
-    const conn = c.connect().then(
-      () => c,
-      (e: unknown) => {
-        if (state.adminConn === conn) state.adminConn = undefined;
-        throw e;
-      },
-    );
-    const lost = () => {
-      if (state.adminConn === conn) state.adminConn = undefined;
-    };
-    c.on('error', lost);
-    c.on('end', lost);
-    state.adminConn = conn;
-    return conn;
-  }
-
-  private dropAdmin(state: DatabaseState): void {
-    const conn = state.adminConn;
-    state.adminConn = undefined;
-    conn?.then((c) => c.end()).catch(() => {});
-  }
-
-  private async ensureRoles(
-    c: pg.ClientBase,
-    state: DatabaseState,
-    config: Config,
-  ): Promise<Map<string, number>> {
-    const names = Object.keys(config.roles);
-    const pgNames = names.map((n) => managedRoleName(config.databases[state.name]?.role_prefix, n));
-    const oids = await ensureWorkspaceRoles(c, pgNames);
-    return new Map(names.map((n, i) => [n, oids.get(pgNames[i] as string) as number]));
-  }
-
-  private members(state: DatabaseState, roles: readonly string[]): SetMember[] {
-    const prefix = state.workspace;
-    const out: SetMember[] = [];
-    for (const role of [...new Set(roles)].sort()) {
-      const oid = state.roleOids.get(role);
-      if (oid === undefined)
-        throw new ManagedRolesError(
-          '57P03',
-          `role "${role}" has no PostgreSQL role yet; try again in a moment`,
-        );
-      out.push({ role, pgName: managedRoleName(prefix || undefined, role), oid });
-    }
-    return out;
-  }
-
   private async ensure(
     state: DatabaseState,
     login: string,
@@ -469,35 +295,41 @@ export class ManagedRoles {
   ): Promise<SetLogin> {
     // Outside the queue: reading the catalog may queue a sync behind this very call.
     const catalog = await this.o.catalog(state.name);
-    return this.serial(state, async () => {
+    return serial(state, async () => {
       const config = this.config as Config;
       try {
+        let flags: Map<number, number> | undefined;
         const r = await retryTransient(() =>
-          this.admin(state, (c) =>
+          state.admin.use((c) =>
             ensureSetLogin(c, {
               login,
               workspace: state.workspace,
               members,
               ...(rejected !== undefined ? { rejected: { known: rejected } } : {}),
               grant: async (tx, oid) => {
-                const ctx = await this.grantContext(tx, catalog);
-                await this.applyGrants(
+                const roles = members.map((m) => m.role);
+                const d = desiredGrants(
+                  grantRunOf(state, config, this.o),
+                  roles,
+                  catalog,
+                  await grantContext(tx, catalog),
+                );
+                await applyGrants(
                   tx,
                   login,
-                  oid,
-                  this.desired(
-                    config,
-                    state,
-                    members.map((m) => m.role),
-                    catalog,
-                    ctx,
-                  ),
+                  await readHeldPrivileges(tx, oid),
+                  d.keys,
                   catalog,
+                  this.o.logger,
                 );
+                flags = d.flags;
               },
             }),
           ),
         );
+        // A later sync scoped to a catalog change may start from these grants when they were
+        // computed on the catalog it starts from.
+        if (flags) state.synced?.grants.logins.set(login, { version: catalog.version, flags });
         state.logins.set(login, {
           password: r.password,
           roles: members.map((m) => m.role),
@@ -529,151 +361,13 @@ export class ManagedRoles {
 
   private touch(state: DatabaseState, login: string, known: KnownLogin): void {
     known.touchedAt = Date.now();
-    void this.admin(state, (c) => touchRow(c, login)).catch((e) =>
-      this.o.logger.warn(
-        { event: 'touch-failed', login, err: (e as Error).message },
-        'last_used_at not written',
-      ),
-    );
-  }
-
-  private async grantContext(c: pg.ClientBase, catalog: Catalog) {
-    // Grants ask the decision about analyzed statements: the server's parser must be loaded.
-    await loadParser(majorOfServerVersion(catalog.serverVersionNum));
-    return {
-      sequences: await readDefaultSequences(c),
-      ungrantable: await readUngrantable(c, isUnmanagedSchema),
-    };
-  }
-
-  private desired(
-    config: Config,
-    state: DatabaseState,
-    roles: readonly string[],
-    catalog: Catalog,
-    ctx: Awaited<ReturnType<ManagedRoles['grantContext']>>,
-  ): Set<PrivilegeKey> {
-    const plan = planGrants({
-      config,
-      roles,
-      database: state.name,
-      connection: this.o.connection,
-      catalog,
-      defaultSequences: ctx.sequences,
-    });
-    const { keep, dropped } = grantableOnly(plan, ctx.ungrantable);
-    if (dropped.length > 0)
-      this.o.logger.warn(
-        { event: 'grant-not-grantable', database: state.name, roles, privileges: dropped.slice(0, 20) },
-        'the administration login cannot grant these privileges: they stay ungranted',
+    void state.admin
+      .use((c) => touchRow(c, login))
+      .catch((e) =>
+        this.o.logger.warn(
+          { event: 'touch-failed', login, err: (e as Error).message },
+          'last_used_at not written',
+        ),
       );
-    return keep;
-  }
-
-  private async applyGrants(
-    c: pg.ClientBase,
-    role: string,
-    oid: number,
-    desired: ReadonlySet<PrivilegeKey>,
-    catalog?: Catalog,
-  ): Promise<number> {
-    const held = await readHeldPrivileges(c, oid);
-    const statements = grantDiff(role, held, desired, catalog);
-    if (statements.length === 0) return 0;
-    await c.query('SAVEPOINT pgwarden_grants');
-    try {
-      await c.query(statements.join(';\n'));
-      await c.query('RELEASE SAVEPOINT pgwarden_grants');
-      return statements.length;
-    } catch (e) {
-      if (!GONE.has((e as { code?: string }).code ?? '')) throw e;
-      await c.query('ROLLBACK TO SAVEPOINT pgwarden_grants');
-    }
-    // An object of the catalog was dropped meanwhile (DDL behind pgwarden's back): one statement at
-    // a time, skipping those whose object is gone (a privilege on it is gone with it).
-    let applied = 0;
-    for (const sql of statements) {
-      await c.query('SAVEPOINT pgwarden_grant');
-      try {
-        await c.query(sql);
-        await c.query('RELEASE SAVEPOINT pgwarden_grant');
-        applied++;
-      } catch (e) {
-        if (!GONE.has((e as { code?: string }).code ?? '')) throw e;
-        await c.query('ROLLBACK TO SAVEPOINT pgwarden_grant');
-        this.o.logger.info({ event: 'grant-skipped', role, sql, err: (e as Error).message }, 'object gone');
-      }
-    }
-    await c.query('RELEASE SAVEPOINT pgwarden_grants');
-    return applied;
-  }
-
-  private async syncWith(c: pg.ClientBase, state: DatabaseState, config: Config, catalog: Catalog) {
-    state.roleOids = await this.ensureRoles(c, state, config);
-    const rows = await workspaceRows(c, state.workspace);
-    let retired = 0;
-    for (const row of rows) {
-      if (this.rowIsCurrent(state, row)) continue;
-      await this.retire(c, state, row.login);
-      retired++;
-    }
-    const ctx = await this.grantContext(c, catalog);
-    let changes = 0;
-    let logins = 0;
-    await c.query('BEGIN');
-    try {
-      await c.query(ROLES_LOCK_SQL);
-      const oids = await c.query<{ rolname: string; oid: string }>(
-        'SELECT rolname, oid::int8 AS oid FROM pg_roles WHERE rolname = ANY($1::text[])',
-        [[...rows.map((r) => r.login)]],
-      );
-      const loginOid = new Map(oids.rows.map((r) => [r.rolname, Number(r.oid)]));
-      for (const row of rows) {
-        const oid = loginOid.get(row.login);
-        if (oid === undefined || !this.rowIsCurrent(state, row)) continue;
-        changes += await this.applyGrants(
-          c,
-          row.login,
-          oid,
-          this.desired(config, state, row.roles, catalog, ctx),
-          catalog,
-        );
-        logins++;
-      }
-      for (const [role, oid] of state.roleOids)
-        changes += await this.applyGrants(
-          c,
-          managedRoleName(state.workspace || undefined, role),
-          oid,
-          new Set(),
-          catalog,
-        );
-      await c.query('COMMIT');
-    } catch (e) {
-      await c.query('ROLLBACK').catch(() => {});
-      throw e;
-    }
-    return { logins, changes, retired };
-  }
-
-  /** A row whose roles are all still in the policy, with the same OIDs. */
-  private rowIsCurrent(state: DatabaseState, row: SetLoginRow): boolean {
-    return (
-      row.roles.length > 0 &&
-      row.roles.every(
-        (r, i) => Object.hasOwn(this.config?.roles ?? {}, r) && state.roleOids.get(r) === row.roleOids[i],
-      )
-    );
-  }
-
-  private async retire(c: pg.ClientBase, state: DatabaseState, login: string): Promise<void> {
-    state.logins.delete(login);
-    const outcome = await retireSetLogin(c, login, async (tx, oid) => {
-      await this.applyGrants(tx, login, oid, new Set());
-    });
-    this.o.logger.info(
-      { event: 'set-login-retired', database: state.name, login, outcome },
-      'set login retired',
-    );
   }
 }

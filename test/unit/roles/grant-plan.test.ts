@@ -5,7 +5,7 @@ import YAML from 'yaml';
 import { catalogKey } from '../../../src/catalog/types.js';
 import { parseConfig } from '../../../src/policy/config-load.js';
 import type { Config } from '../../../src/policy/config-schema.js';
-import { catalogDigest, planGrants } from '../../../src/roles/grant-plan.js';
+import { planGrants } from '../../../src/roles/grant-plan.js';
 import { grantDiff } from '../../../src/roles/grant-sync.js';
 import { setLoginName } from '../../../src/roles/role-names.js';
 import { loadParser } from '../../../src/sql/parser.js';
@@ -109,8 +109,4 @@ describe('grantDiff', () => {
     const keys = new Set(['N|public|USAGE']);
     expect(grantDiff('r', { keys, relations: new Map() }, keys, catalog)).toEqual([]);
   });
-});
-
-test('catalogDigest: the same catalog, the same digest', () => {
-  expect(catalogDigest(loadDemoCatalog())).toBe(catalogDigest(catalog));
 });

@@ -1,0 +1,72 @@
+// Applying a grant difference inside the sync's transaction: one message, or one statement at a time when an object is gone.
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import type { Catalog } from '../catalog/types.js';
+import type { PrivilegeKey } from './grant-plan.js';
+import { grantDiff, type HeldPrivileges } from './grant-sync.js';
+
+/**
+ * SQLSTATEs of a GRANT or REVOKE whose object was dropped since the catalog was read:
+ * undefined_table, undefined_column, invalid_schema_name, undefined_object.
+ */
+const GONE: ReadonlySet<string> = new Set(['42P01', '42703', '3F000', '42704']);
+
+/**
+ * SQLSTATEs worth one more try at once: concurrent DDL on the same catalog rows ("tuple
+ * concurrently updated", XX000), deadlock_detected, serialization_failure.
+ */
+const TRANSIENT: ReadonlySet<string> = new Set(['XX000', '40P01', '40001']);
+
+/** Runs `f`, once more after 50 ms when it rejects with a {@link TRANSIENT} SQLSTATE; else rejects as `f` does. */
+export async function retryTransient<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    if (!TRANSIENT.has((e as { code?: string }).code ?? '')) throw e;
+    await new Promise((r) => setTimeout(r, 50));
+    return f();
+  }
+}
+
+/**
+ * Takes `role` from `held` to `desired` (grant-sync.ts grantDiff) on `c`, inside the caller's
+ * transaction: all statements in one message under a savepoint; when one fails because its
+ * object was dropped meanwhile (DDL behind pgwarden's back, {@link GONE}), again one statement at
+ * a time, skipping those whose object is gone (a privilege on it is gone with it; logged). Output:
+ * how many statements were applied. Rejects with any other server error (the caller rolls back).
+ */
+export async function applyGrants(
+  c: pg.ClientBase,
+  role: string,
+  held: HeldPrivileges,
+  desired: ReadonlySet<PrivilegeKey>,
+  catalog: Catalog | undefined,
+  log: Logger,
+): Promise<number> {
+  const statements = grantDiff(role, held, desired, catalog);
+  if (statements.length === 0) return 0;
+  await c.query('SAVEPOINT pgwarden_grants');
+  try {
+    await c.query(statements.join(';\n'));
+    await c.query('RELEASE SAVEPOINT pgwarden_grants');
+    return statements.length;
+  } catch (e) {
+    if (!GONE.has((e as { code?: string }).code ?? '')) throw e;
+    await c.query('ROLLBACK TO SAVEPOINT pgwarden_grants');
+  }
+  let applied = 0;
+  for (const sql of statements) {
+    await c.query('SAVEPOINT pgwarden_grant');
+    try {
+      await c.query(sql);
+      await c.query('RELEASE SAVEPOINT pgwarden_grant');
+      applied++;
+    } catch (e) {
+      if (!GONE.has((e as { code?: string }).code ?? '')) throw e;
+      await c.query('ROLLBACK TO SAVEPOINT pgwarden_grant');
+      log.info({ event: 'grant-skipped', role, sql, err: (e as Error).message }, 'object gone');
+    }
+  }
+  await c.query('RELEASE SAVEPOINT pgwarden_grants');
+  return applied;
+}

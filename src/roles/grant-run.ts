@@ -1,0 +1,272 @@
+// One grant sync transaction of a managed database: every login over the whole catalog, or only the relations a catalog change reaches.
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import type { Catalog, CatalogRelation } from '../catalog/types.js';
+import type { Config } from '../policy/config-schema.js';
+import type { ConnectionKind } from '../policy/decision-types.js';
+import { loadParser, majorOfServerVersion } from '../sql/parser.js';
+import { ROLES_LOCK_SQL, type SetLoginRow } from './bookkeeping.js';
+import { applyGrants } from './grant-apply.js';
+import {
+  derivedGrants,
+  isUnmanagedSchema,
+  type PrivilegeKey,
+  planRelations,
+  relationsByOid,
+} from './grant-plan.js';
+import {
+  grantableOnly,
+  type HeldPrivileges,
+  type HeldScope,
+  readDefaultSequences,
+  readHeldPrivilegesOf,
+  readUngrantable,
+  type Ungrantable,
+} from './grant-sync.js';
+import { managedRoleName } from './role-names.js';
+
+/** What a sync of one database needs to know of it. */
+export interface GrantRun {
+  readonly config: Config;
+  /** The client-facing database name (rules are scoped by it). */
+  readonly database: string;
+  /** The database's role_prefix, '' when none. */
+  readonly workspace: string;
+  readonly connection: ConnectionKind;
+  readonly log: Logger;
+  /** Workspace role (config name) → pg_authid OID of its PostgreSQL role. */
+  readonly roleOids: ReadonlyMap<string, number>;
+}
+
+/** Per relation OID: 1 when the set gets some privilege on it, 2 when it may write it (bits; 0 left out). */
+type Flags = Map<number, number>;
+
+/**
+ * What the last successful sync of a database was computed from, for the next one to be scoped
+ * to what changed since: the catalog, the default sequences and what the administration login
+ * cannot grant as read then, and per login the catalog version its flags were computed on.
+ */
+export interface SyncedGrants {
+  readonly catalog: Catalog;
+  readonly defaults: ReadonlyMap<number, readonly number[]>;
+  readonly ungrantable: Ungrantable;
+  readonly logins: Map<string, { readonly version: number; readonly flags: Flags }>;
+}
+
+/** What a sync did: logins synced, GRANT/REVOKE statements applied, and (scoped) relations in scope. */
+export interface SyncOutcome {
+  logins: number;
+  changes: number;
+  scope?: number;
+}
+
+/** The default sequences and what cannot be granted, of every relation or of `only` (the parser of the server loaded). */
+export async function grantContext(
+  c: pg.ClientBase,
+  catalog: Catalog,
+  only?: readonly number[],
+): Promise<{ defaults: Map<number, number[]>; ungrantable: Ungrantable }> {
+  // Grants ask the decision about analyzed statements: the server's parser must be loaded.
+  await loadParser(majorOfServerVersion(catalog.serverVersionNum));
+  return {
+    defaults: await readDefaultSequences(c, only),
+    ungrantable: await readUngrantable(c, isUnmanagedSchema, only),
+  };
+}
+
+/**
+ * The privileges the set `roles` should hold on `relations` of `catalog` (all of them by default)
+ * and what follows from `flags` (grant-plan.ts derivedGrants), less what the administration login
+ * cannot grant (logged). Output: the keys, and the flags of `relations`.
+ */
+export function desiredGrants(
+  run: GrantRun,
+  roles: readonly string[],
+  catalog: Catalog,
+  ctx: { readonly defaults: ReadonlyMap<number, readonly number[]>; readonly ungrantable: Ungrantable },
+  relations: Iterable<CatalogRelation> = catalog.relations.values(),
+  others: Flags = new Map(),
+): { keys: Set<PrivilegeKey>; flags: Flags } {
+  const plan = planRelations(
+    {
+      config: run.config,
+      roles,
+      database: run.database,
+      connection: run.connection,
+      catalog,
+      defaultSequences: ctx.defaults,
+    },
+    relations,
+  );
+  const flags: Flags = new Map(others);
+  for (const [oid, f] of plan.flags) {
+    const bits = (f.any ? 1 : 0) | (f.writes ? 2 : 0);
+    if (bits === 0) flags.delete(oid);
+    else flags.set(oid, bits);
+  }
+  const all = new Map([...flags].map(([oid, b]) => [oid, { any: (b & 1) !== 0, writes: (b & 2) !== 0 }]));
+  for (const k of derivedGrants(all, catalog, ctx.defaults)) plan.keys.add(k);
+  const { keep, dropped } = grantableOnly(plan.keys, ctx.ungrantable);
+  if (dropped.length > 0)
+    run.log.warn(
+      { event: 'grant-not-grantable', database: run.database, roles, privileges: dropped.slice(0, 20) },
+      'the administration login cannot grant these privileges: they stay ungranted',
+    );
+  return { keys: keep, flags };
+}
+
+/** The OIDs of the logins of `rows` that exist (pg_roles). */
+async function loginOids(c: pg.ClientBase, rows: readonly SetLoginRow[]): Promise<Map<string, number>> {
+  const r = await c.query<{ rolname: string; oid: string }>(
+    'SELECT rolname, oid::int8 AS oid FROM pg_roles WHERE rolname = ANY($1::text[])',
+    [rows.map((x) => x.login)],
+  );
+  return new Map(r.rows.map((x) => [x.rolname, Number(x.oid)]));
+}
+
+/**
+ * Inside one transaction under the roles lock: every login of `rows` gets exactly what the
+ * decision gives its set on `catalog`, and the workspace roles lose every privilege. Rejects with
+ * the server's error after rolling back (the previous grants stand). Output: what it did, and the
+ * {@link SyncedGrants} a later sync may be scoped from.
+ */
+export async function syncAllGrants(
+  c: pg.ClientBase,
+  run: GrantRun,
+  rows: readonly SetLoginRow[],
+  catalog: Catalog,
+): Promise<{ outcome: SyncOutcome; synced: SyncedGrants }> {
+  const ctx = await grantContext(c, catalog);
+  const logins = new Map<string, { version: number; flags: Flags }>();
+  const outcome: SyncOutcome = { logins: 0, changes: 0 };
+  await inTransaction(c, async () => {
+    const oids = await loginOids(c, rows);
+    const roles = [...run.roleOids].map(
+      ([r, oid]) => [managedRoleName(run.workspace || undefined, r), oid] as const,
+    );
+    const held = await readHeldPrivilegesOf(c, [...oids.values(), ...roles.map(([, oid]) => oid)]);
+    for (const row of rows) {
+      const oid = oids.get(row.login);
+      if (oid === undefined) continue;
+      const d = desiredGrants(run, row.roles, catalog, ctx);
+      outcome.changes += await apply(c, run, row.login, held.get(oid), d.keys, catalog);
+      logins.set(row.login, { version: catalog.version, flags: d.flags });
+      outcome.logins++;
+    }
+    for (const [name, oid] of roles)
+      outcome.changes += await apply(c, run, name, held.get(oid), new Set(), catalog);
+  });
+  return { outcome, synced: { catalog, defaults: ctx.defaults, ungrantable: ctx.ungrantable, logins } };
+}
+
+/**
+ * {@link syncAllGrants} limited to `scope` (grant-scope.ts: the relations whose grants the change
+ * from `synced.catalog` to `catalog` can alter), the sequences their column defaults call (before
+ * and after) and the schemas of all of those: only their privileges are read, planned and
+ * changed; everything else stands as the last sync left it, which is what the policy gives it on
+ * `catalog` too. A login whose flags were not computed on `synced.catalog` (made since, or by
+ * another instance) is synced over the whole catalog. Rejects as syncAllGrants does.
+ */
+export async function syncScopedGrants(
+  c: pg.ClientBase,
+  run: GrantRun,
+  rows: readonly SetLoginRow[],
+  synced: SyncedGrants,
+  catalog: Catalog,
+  scope: ReadonlySet<number>,
+): Promise<{ outcome: SyncOutcome; synced: SyncedGrants }> {
+  const before = relationsByOid(synced.catalog);
+  const after = relationsByOid(catalog);
+  const tables = [...scope].filter((oid) => after.has(oid));
+  // Sequences the defaults of tables in scope call, before and after: their USAGE may change.
+  const ctx = await grantContext(c, catalog, tables);
+  const relScope = new Set(scope);
+  const defaults = new Map(synced.defaults);
+  for (const oid of scope) {
+    for (const s of defaults.get(oid) ?? []) relScope.add(s);
+    defaults.delete(oid);
+  }
+  for (const [oid, seqs] of ctx.defaults) {
+    defaults.set(oid, seqs);
+    for (const s of seqs) relScope.add(s);
+  }
+  const schemas = new Set<string>();
+  for (const oid of relScope) for (const r of [before.get(oid), after.get(oid)]) if (r) schemas.add(r.schema);
+  const ungrantable = mergeUngrantable(synced.ungrantable, relScope, ctx.ungrantable);
+  const within = (k: PrivilegeKey): boolean => {
+    const [kind, id] = k.split('|');
+    return kind === 'N' ? schemas.has(id ?? '') : relScope.has(Number(id));
+  };
+  const inScope = [...scope].flatMap((oid) => after.get(oid) ?? []);
+  const heldScope: HeldScope = { relations: [...relScope], schemas: [...schemas] };
+  const logins = new Map(synced.logins);
+  const outcome: SyncOutcome = { logins: 0, changes: 0, scope: relScope.size };
+  await inTransaction(c, async () => {
+    const oids = await loginOids(c, rows);
+    const roles = [...run.roleOids].map(
+      ([r, oid]) => [managedRoleName(run.workspace || undefined, r), oid] as const,
+    );
+    const scoped = rows.filter((r) => logins.get(r.login)?.version === synced.catalog.version);
+    const whole = rows.filter((r) => !scoped.includes(r));
+    const held = await readHeldPrivilegesOf(
+      c,
+      [...scoped.flatMap((r) => oids.get(r.login) ?? []), ...roles.map(([, oid]) => oid)],
+      heldScope,
+    );
+    for (const row of scoped) {
+      const oid = oids.get(row.login);
+      if (oid === undefined) continue;
+      const others = new Map(logins.get(row.login)?.flags);
+      for (const x of scope) others.delete(x);
+      const d = desiredGrants(run, row.roles, catalog, { defaults, ungrantable }, inScope, others);
+      const keys = new Set([...d.keys].filter(within));
+      outcome.changes += await apply(c, run, row.login, held.get(oid), keys, catalog);
+      logins.set(row.login, { version: catalog.version, flags: d.flags });
+      outcome.logins++;
+    }
+    const wholeOids = whole.flatMap((r) => oids.get(r.login) ?? []);
+    const all = wholeOids.length > 0 ? await readHeldPrivilegesOf(c, wholeOids) : new Map();
+    for (const row of whole) {
+      const oid = oids.get(row.login);
+      if (oid === undefined) continue;
+      const d = desiredGrants(run, row.roles, catalog, { defaults, ungrantable });
+      outcome.changes += await apply(c, run, row.login, all.get(oid), d.keys, catalog);
+      logins.set(row.login, { version: catalog.version, flags: d.flags });
+      outcome.logins++;
+    }
+    for (const [name, oid] of roles)
+      outcome.changes += await apply(c, run, name, held.get(oid), new Set(), catalog);
+  });
+  return { outcome, synced: { catalog, defaults, ungrantable, logins } };
+}
+
+/** `base` with the relations of `scope` taken from `fresh` (read for those relations only). */
+function mergeUngrantable(base: Ungrantable, scope: ReadonlySet<number>, fresh: Ungrantable): Ungrantable {
+  const relations = new Map(base.relations);
+  for (const oid of scope) relations.delete(oid);
+  for (const [oid, r] of fresh.relations) relations.set(oid, r);
+  return { relations, schemas: fresh.schemas };
+}
+
+function apply(
+  c: pg.ClientBase,
+  run: GrantRun,
+  role: string,
+  held: HeldPrivileges | undefined,
+  desired: ReadonlySet<PrivilegeKey>,
+  catalog: Catalog,
+): Promise<number> {
+  return applyGrants(c, role, held ?? { keys: new Set(), relations: new Map() }, desired, catalog, run.log);
+}
+
+/** Runs `f` between BEGIN (with the roles lock) and COMMIT; ROLLBACK and rethrow when it rejects. */
+async function inTransaction(c: pg.ClientBase, f: () => Promise<void>): Promise<void> {
+  await c.query(`BEGIN; ${ROLES_LOCK_SQL}`);
+  try {
+    await f();
+    await c.query('COMMIT');
+  } catch (e) {
+    await c.query('ROLLBACK').catch(() => {});
+    throw e;
+  }
+}
