@@ -8,7 +8,8 @@ import { validatePolicy, withPolicy } from './policy-document.js';
 import { type PolicyCurrency, PolicyLag } from './policy-lag.js';
 import { POLICY_CHANNEL } from './policy-migrations.js';
 import type { Policy } from './policy-schema.js';
-import { PolicyStore, PolicyStoreUnavailableError, type StoredPolicy } from './policy-store.js';
+import { PolicyStore, PolicyStoreUnavailableError } from './policy-store.js';
+import type { StoredPolicy } from './policy-tables.js';
 
 /** How long to wait between attempts to reach the store again after losing it (ms). */
 const RETRY_MS = 500;
