@@ -12,7 +12,7 @@ import { splitHostPort } from '../policy/config-schema.js';
 import { editorHolds } from '../policy/grant-limits.js';
 import { APP_ACTIONS } from '../policy/policy-schema.js';
 import type { PolicySource } from '../policy/policy-source.js';
-import type { ProxyServer } from '../proxy/server.js';
+import type { ProxyServer } from '../proxy/proxy-port.js';
 import { AdminAuth, SESSION_COOKIE, SESSION_IDLE_MS } from './admin-auth.js';
 import { errorReply, HttpError, openApiTransform, useZodValidation } from './admin-http.js';
 import { consoleAssets, isConsolePath } from './console-assets.js';

@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { metricsRegistry } from '../ops/metrics.js';
 import type { PolicySource } from '../policy/policy-source.js';
-import type { ProxyServer } from '../proxy/server.js';
+import type { ProxyServer } from '../proxy/proxy-port.js';
 
 /** How long `/readyz` waits for each database's catalog connection to answer (ms). */
 const PROBE_TIMEOUT_MS = 2000;

@@ -3,7 +3,8 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { Logger } from 'pino';
 import type { LoadedConfig } from '../policy/config-load.js';
 import { isLoopback, splitHostPort } from '../policy/config-schema.js';
-import { type ProxyServer, startProxy } from '../proxy/server.js';
+import type { ProxyServer } from '../proxy/proxy-port.js';
+import { startProxy } from '../proxy/server.js';
 import { ApiKeyAuthenticator } from './api-key-auth.js';
 import { type HttpEndpoint, startHttpEndpoint } from './http-endpoint.js';
 import { ProxyPools } from './proxy-pools.js';

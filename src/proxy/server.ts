@@ -4,107 +4,33 @@ import net from 'node:net';
 import path from 'node:path';
 import tls from 'node:tls';
 import type { Logger } from 'pino';
-import type { Catalog } from '../catalog/types.js';
 import { pgClientConfig } from '../catalog/upstream-tls.js';
-import {
-  connectionAccepted,
-  connectionRefused,
-  policyInForce,
-  watchCaches,
-  watchConnections,
-} from '../ops/metrics.js';
+import { connectionAccepted, policyInForce, watchCaches, watchConnections } from '../ops/metrics.js';
 import type { LoadedConfig } from '../policy/config-load.js';
 import { splitHostPort } from '../policy/config-schema.js';
 import { DecisionCache } from '../policy/decision-cache.js';
-import type { ConnectionKind } from '../policy/decision-types.js';
 import { configEpoch } from '../policy/policy-document.js';
-import { type PolicyCurrency, staleRefusal } from '../policy/policy-lag.js';
-import type { WallSwitches } from '../policy/wall-switches.js';
+import { staleRefusal } from '../policy/policy-lag.js';
 import { RewriteCache } from '../rewrite/rewrite-cache.js';
 import { ManagedRoles } from '../roles/managed-roles.js';
-import type { AnalysisCacheStats } from '../sql/analysis-cache.js';
 import { createAnalysisCache } from '../sql/analyze.js';
-import { type ErrorFields, errorResponse } from '../wire/backend.js';
+import type { ErrorFields } from '../wire/backend.js';
 import { AuditLog } from './audit.js';
-import type { KeyOwner } from './cancel-key.js';
 import { CancelRegistry } from './cancel-registry.js';
-import { type CancelOutcome, type CancelRoutes, routeCancel } from './cancel-routing.js';
+import { type CancelOutcome, routeCancel } from './cancel-routing.js';
 import { CatalogSource } from './catalog-source.js';
 import { ClientError } from './client-error.js';
-import type { ConsoleFactory, ConsoleHandler, SessionCounters } from './console-port.js';
+import { lingeringRefusals } from './connection-refusal.js';
+import type { ConsoleHandler, SessionCounters } from './console-port.js';
 import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js';
+import type { ProxyOptions, ProxyServer } from './proxy-port.js';
 import { ClientSession } from './session.js';
 import { CATALOG_REFRESH_MIN_MS } from './session-catalog.js';
+import { addCounters } from './session-totals.js';
 import { authSecretFor, VerifierCache } from './verifier-cache.js';
 
 /** How often open sessions are checked for an API key that expired meanwhile (ms). */
 const EXPIRY_CHECK_MS = 30_000;
-
-/**
- * Refused clients whose socket is kept open a moment after the error was written, so that their
- * StartupMessage arriving meanwhile is read (not answered with a reset that could discard the
- * error before the client reads it). Over this many at once, a refused socket is closed at once.
- */
-const MAX_LINGERING_REFUSALS = 4096;
-/** How long a refused socket lingers (ms). */
-const REFUSAL_LINGER_MS = 2000;
-
-/** A running proxy: its bound address, and how to reload or stop it. */
-export interface ProxyServer {
-  /** The bound address (the real port when the config says port 0). */
-  readonly address: { host: string; port: number };
-  /** Number of logged-in client sessions (connections still logging in are not counted). */
-  readonly sessionCount: () => number;
-  /** Number of connections still logging in (issue 16 item 5). */
-  readonly pendingCount: () => number;
-  /** Read-only counters for metrics and the benchmark: the analysis cache's hits and misses so far. */
-  stats(): {
-    analysis: AnalysisCacheStats;
-    decision: { hits: number; misses: number };
-    /** The memory budget (bytes): its limit, what is taken now, and the part prepared statements keep. */
-    memory: { limit: number; inUse: number; retained: number };
-  };
-  /**
-   * Readiness of `database` (`/readyz`): its catalog read and its upstream answering on the catalog
-   * connection within `timeoutMs`. Never rejects.
-   */
-  probe(
-    database: string,
-    timeoutMs: number,
-  ): Promise<{ catalog: boolean; upstream: boolean; error?: string }>;
-  /** The epoch of the policy in force (issue 19), as stamped on audit lines. */
-  epoch(): string;
-  /** The config in force. */
-  config(): LoadedConfig;
-  /**
-   * Whether this instance should get new connections (issue 21, for `/readyz`): false while its
-   * policy lags the store past the bound or it is shutting down (`closing`); `reasons` says why, in words.
-   */
-  readiness(): { ready: boolean; closing: boolean; reasons: string[]; policy?: PolicyCurrency };
-  /** Serves a CancelRequest handed over by a sibling worker: this process's keys only, never routed on. */
-  cancelHere(processId: number, secretKey: number): Promise<boolean>;
-  /** The managed roles of `roles: managed` databases (sweeps, sync state; tests drive them). */
-  readonly managed: ManagedRoles;
-  /**
-   * The shared catalog of `database` (its client-facing name), the one every session analyzes
-   * under: read once per version on the catalog connection, read again after DDL through any
-   * session (once its transaction ends), on the TTL, and, with `refresh` (a name that did not
-   * resolve), unless it was read less than a second ago — as a session's statement naming an
-   * unknown relation asks. For `pgwarden mcp`'s list_tables and describe_table (issue 18).
-   * Rejects with CatalogUnavailable (57P03, 58000) when it cannot be read, or a plain Error
-   * for a database the config does not name.
-   */
-  catalog(database: string, opts?: { readonly refresh?: boolean }): Promise<Catalog>;
-  /** Replaces the config for new sessions (SIGHUP, a store change) and resolves open sessions again. */
-  reload(next: LoadedConfig): void;
-  /**
-   * Stops accepting, lets running statements finish for `graceMs` (default: the config's
-   * limits.shutdown_grace_ms), then cancels what still runs (terminating its upstream backend
-   * after limits.shutdown_cancel_wait_ms), rolls back open transactions and closes every session
-   * with FATAL 57P01 saying what became of its statement (issue 16 item 1).
-   */
-  close(graceMs?: number): Promise<void>;
-}
 
 /** PostgreSQL's answer over max_connections (postmaster.c). */
 const TOO_MANY: ErrorFields = {
@@ -122,39 +48,6 @@ function loadTls(loaded: LoadedConfig): tls.SecureContext | undefined {
     key: fs.readFileSync(path.resolve(dir, t.key)),
     minVersion: 'TLSv1.2',
   });
-}
-
-/**
-/** Options of {@link startProxy}. */
-export interface ProxyOptions {
-  /**
-   * The connection kind of every session (seed 004's table): the config's `mode` by default;
-   * `pgwarden mcp` runs its own loopback listener with `mcp`.
-   */
-  readonly connection?: ConnectionKind;
-  /** Listen here instead of the config's `listen` (e.g. `127.0.0.1:0` for an internal listener). */
-  readonly listen?: string;
-  /** Where audit lines go (default: the main logger); `serve` gives a buffered one. */
-  readonly auditLogger?: Logger;
-  /**
-   * Test-only: walls turned off (policy/wall-switches.ts), so a test can prove each other wall
-   * holds alone. The command line never sets it; not part of the config schema.
-   */
-  readonly walls?: WallSwitches;
-  /**
-   * Fleet and workers (issue 21): who owns the keys this process issues (its fleet slot and
-   * worker index; read at each issue), and where a CancelRequest for another owner's key goes.
-   */
-  readonly cancelOwner?: () => KeyOwner;
-  readonly cancelRoutes?: CancelRoutes;
-  /** The policy's currency against the store (PolicySource); absent: the file's policy, never stale. */
-  readonly policy?: { isCurrent(): boolean; currency(): PolicyCurrency };
-  /** The wire admin console (`psql -d pgwarden`, admin/wire-console.ts); absent: that database does not exist. */
-  readonly console?: ConsoleFactory;
-  /** The console's RELOAD: what SIGHUP does (`serve`); rejects with the reason. Absent: RELOAD is refused. */
-  readonly reloadConfig?: () => Promise<void>;
-  /** The console's SHUTDOWN: what SIGTERM does (`serve`). Default: this proxy's close(). */
-  readonly shutdown?: () => void;
 }
 
 /**
@@ -179,6 +72,7 @@ export async function startProxy(
   const cancel = async (processId: number, secretKey: number): Promise<CancelOutcome> =>
     routeCancel(cancels, cancelRoutes, processId, secretKey);
   const policy = opts.policy;
+  const refuseNow = lingeringRefusals();
   const policyRefusal = policy
     ? () => (policy.isCurrent() ? undefined : staleRefusal(policy.currency()))
     : undefined;
@@ -211,25 +105,8 @@ export async function startProxy(
   /** Connections that have not logged in yet (issue 16 item 5), in all and per client address. */
   const pending = new Set<ClientSession>();
   const pendingByAddress = new Map<string, number>();
-  let lingering = 0;
   /** SHOW STATS: the counters of closed sessions, per database. */
   const closedTotals = new Map<string, SessionCounters>();
-  const addCounters = (to: Map<string, SessionCounters>, database: string, c: SessionCounters) => {
-    const t = to.get(database);
-    to.set(
-      database,
-      t
-        ? {
-            transactions: t.transactions + c.transactions,
-            queries: t.queries + c.queries,
-            refused: t.refused + c.refused,
-            queryTimeUs: t.queryTimeUs + c.queryTimeUs,
-            received: t.received + c.received,
-            sent: t.sent + c.sent,
-          }
-        : c,
-    );
-  };
   let proxy: ProxyServer | undefined;
   const consoleHandler: ConsoleHandler | undefined = opts.console?.({
     config: () => current,
@@ -253,25 +130,6 @@ export async function startProxy(
     shutdown: () => (opts.shutdown ? opts.shutdown() : void proxy?.close()),
     audit: (fields) => (opts.auditLogger ?? logger).info({ audit: true, admin: true, ...fields }, 'admin'),
   });
-
-  /** Writes `fields` as FATAL at once and closes; the client's bytes meanwhile are read and dropped. */
-  const refuseNow = (socket: net.Socket, fields: ErrorFields) => {
-    socket.on('error', () => {});
-    connectionRefused(fields.code);
-    if (lingering >= MAX_LINGERING_REFUSALS) {
-      socket.destroy();
-      return;
-    }
-    lingering++;
-    socket.end(errorResponse(fields));
-    socket.resume();
-    const timer = setTimeout(() => socket.destroy(), REFUSAL_LINGER_MS);
-    timer.unref();
-    socket.once('close', () => {
-      lingering--;
-      clearTimeout(timer);
-    });
-  };
 
   const server = net.createServer({ noDelay: true }, (socket) => {
     const id = nextId++;

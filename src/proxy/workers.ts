@@ -5,7 +5,7 @@ import { clusterExposition, offerWorkerMetrics } from '../ops/cluster-metrics.js
 import type { LoadedConfig } from '../policy/config-load.js';
 import { MAX_WORKER } from './cancel-key.js';
 import { type Fleet, joinFleet } from './fleet.js';
-import type { ProxyServer } from './server.js';
+import type { ProxyServer } from './proxy-port.js';
 
 /** Most workers `--workers` takes (cancel-key.ts keeps 5 bits of the process ID for the worker). */
 export const MAX_WORKERS = MAX_WORKER + 1;

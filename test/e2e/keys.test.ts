@@ -8,7 +8,8 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import YAML from 'yaml';
 import { loadConfig } from '../../src/policy/config-load.js';
-import { type ProxyServer, startProxy } from '../../src/proxy/server.js';
+import type { ProxyServer } from '../../src/proxy/proxy-port.js';
+import { startProxy } from '../../src/proxy/server.js';
 import { demoConfigObject, testEnv } from '../helpers/proxy.js';
 
 const BIN = path.resolve(import.meta.dirname, '../../bin/pgwarden.js');

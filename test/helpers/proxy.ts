@@ -8,7 +8,8 @@ import YAML from 'yaml';
 import { DEMO_APP_PASSWORD, DEMO_DIR } from '../../src/embedded/demo.js';
 import { type LoadedConfig, parseConfig } from '../../src/policy/config-load.js';
 import type { WallSwitches } from '../../src/policy/wall-switches.js';
-import { type ProxyOptions, type ProxyServer, startProxy } from '../../src/proxy/server.js';
+import type { ProxyOptions, ProxyServer } from '../../src/proxy/proxy-port.js';
+import { startProxy } from '../../src/proxy/server.js';
 
 let workspaces = 0;
 

@@ -6,7 +6,8 @@ import YAML from 'yaml';
 import { DEMO_APP_PASSWORD, DEMO_DIR } from '../../src/embedded/demo.js';
 import { parseConfig } from '../../src/policy/config-load.js';
 import type { WallSwitches } from '../../src/policy/wall-switches.js';
-import { type ProxyServer, startProxy } from '../../src/proxy/server.js';
+import type { ProxyServer } from '../../src/proxy/proxy-port.js';
+import { startProxy } from '../../src/proxy/server.js';
 import { type Answer, AnswerSession, type Normalizer } from './client.js';
 import { createNoninterferenceDatabases, dbName, HIDDEN, type PgServer, type Side } from './databases.js';
 
