@@ -130,6 +130,9 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
   }
 
   /** The bytes to send the client for one upstream message (null: nothing). */
+  /** The statement canceled at the session's end answered 57014: its ReadyForQuery is not the client's either. */
+  private canceledAtEnd = false;
+
   private onUpstream(f: Frame): Buffer | null {
     if (this.internalReply(f)) return null;
     switch (f.code) {
@@ -139,10 +142,20 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
         return this.discarding ? null : f.bytes;
       case BackendCode.ParameterStatus:
         return this.parameterStatus(f);
-      case BackendCode.ReadyForQuery:
-        return this.readyForQuery(f);
-      case BackendCode.ErrorResponse:
-        return this.error(f);
+      case BackendCode.ReadyForQuery: {
+        const out = this.readyForQuery(f);
+        if (!this.canceledAtEnd) return out;
+        this.canceledAtEnd = false;
+        return null;
+      }
+      case BackendCode.ErrorResponse: {
+        const out = this.error(f);
+        // The session is ending (shutdown, KILL) and this is the cancel pgwarden sent: Postgres
+        // sends only its FATAL 57P01 then, whose DETAIL says the statement was canceled.
+        if (!this.ignoringClient || this.lastErrorCode !== '57014') return out;
+        this.canceledAtEnd = true;
+        return null;
+      }
       default:
         break;
     }

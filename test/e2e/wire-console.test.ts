@@ -163,6 +163,29 @@ describe('wire admin console', () => {
     expect((await dba.query('SHOW CLIENTS')).rows.find((x) => x.id === id)).toBeUndefined();
   });
 
+  test('KILL of a session running a statement: its only answer is FATAL 57P01 saying the statement was canceled', async () => {
+    // pg_sleep needs MANAGE: the victim is a dba session on the demo database.
+    const victim = await proxy.client('dba');
+    const errors: { code?: string }[] = [];
+    victim.on('error', (e) => errors.push(e as { code?: string }));
+    const running = victim.query('select pg_sleep(5)').catch((e: unknown) => e);
+    const dba = await consoleAs('dba');
+    let id: string | undefined;
+    for (let i = 0; i < 100 && id === undefined; i++) {
+      const rows = (await dba.query('SHOW CLIENTS')).rows;
+      id = rows.find((x) => x.database === 'demo' && x.state === 'active')?.id;
+      if (id === undefined) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect((await dba.query(`KILL ${id}`)).command).toBe('KILL');
+    expect(await running).toMatchObject({
+      severity: 'FATAL',
+      code: '57P01',
+      message: 'terminating connection due to administrator command',
+      detail: 'The statement running at shutdown was canceled and had no effect.',
+    });
+    expect(errors.filter((e) => e.code === '57014')).toEqual([]);
+  });
+
   test('a viewer is not allowed on the console; a wrong password is 28P01 as anywhere', async () => {
     const c = new pg.Client({
       connectionString: proxy.url('dba', 'dba', 'pgwarden'),
