@@ -5,7 +5,13 @@ import type { Refusal } from '../policy/decision-types.js';
 import { decodeCommandComplete } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
 import type { Frame } from '../wire/framer.js';
-import { decodeBind, decodeClose, decodeDescribe, decodeExecute, decodeParse } from '../wire/frontend.js';
+import {
+  decodeBindNames,
+  decodeClose,
+  decodeDescribe,
+  decodeExecute,
+  decodeParse,
+} from '../wire/frontend.js';
 import { parse as encodeParse } from '../wire/frontend-encode.js';
 import { cursorPlan } from './gate-decision.js';
 import {
@@ -18,6 +24,9 @@ import {
 } from './relay-core.js';
 import { SimpleQueryRelay } from './relay-simple-query.js';
 import type { GateResult, StatementPlan } from './statement-plan.js';
+
+/** The portal entry of each prepared statement's Binds (immutable, so its Binds share one). */
+const portalEntries = new WeakMap<PreparedEntry, PortalEntry>();
 
 /** Type OIDs of each catalog, for the parameter types of Parse. */
 const typeOids = new WeakMap<Catalog, ReadonlySet<number>>();
@@ -110,7 +119,7 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
   }
 
   protected bind(f: Frame): Promise<void> | undefined {
-    const b = decodeBind(f.payload);
+    const b = decodeBindNames(f.payload);
     this.startBatch();
     const entry = this.statements.get(b.statement);
     if (!entry) {
@@ -173,8 +182,13 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
   /** A Bind of `portal` to the prepared statement `e`, decided: the portal exists from now on (see MapUndo). */
   private bound(f: Frame, portal: string, e: PreparedEntry): void {
     this.expects.push({ t: 'bind', undo: new MapUndo(this.portals, portal) });
-    // A portal keeps its statement's text for the audit only: a long one's audit text is made now.
-    this.portals.set(portal, { plan: e.plan, sql: e.plan ? textToKeep(e.sql, [e.plan]) : e.sql });
+    let entry = portalEntries.get(e);
+    if (!entry) {
+      // A portal keeps its statement's text for the audit only: a long one's audit text is made now.
+      entry = { plan: e.plan, sql: e.plan ? textToKeep(e.sql, [e.plan]) : e.sql };
+      portalEntries.set(e, entry);
+    }
+    this.portals.set(portal, entry);
     // Portals and SQL cursors are one namespace upstream.
     this.o.gateSession.names.cursors.delete(portal);
     this.send(f.bytes);

@@ -187,7 +187,8 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
   private readyForQuery(f: Frame): Buffer | null {
     // Everything owed before this ReadyForQuery has been answered or skipped; what a skipped
     // message would have created or closed never happened upstream, so it is put back.
-    const undos: MapUndo[] = [];
+    // Allocated only when a message was skipped (the common ReadyForQuery ends a batch answered whole).
+    let undos: MapUndo[] | undefined;
     let ended: Expect | undefined;
     let error: Buffer | undefined;
     while (this.expects.length > 0) {
@@ -197,9 +198,12 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
         ended = e;
         break;
       }
-      if ('undo' in e) undos.push(e.undo);
+      if ('undo' in e) {
+        undos ??= [];
+        undos.push(e.undo);
+      }
     }
-    for (const undo of undos.reverse()) undo.run();
+    if (undos) for (const undo of undos.reverse()) undo.run();
     this.discarding = false;
     this.status = decodeReadyForQuery(f.payload);
     // A stage of a string pgwarden runs in its own transaction: the client sees one ReadyForQuery, at the end.

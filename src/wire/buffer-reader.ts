@@ -94,6 +94,13 @@ export class BufferReader {
     return v;
   }
 
+  /** Skips `n` bytes (a value not needed). Throws ProtocolError 08P01 when negative or truncated. */
+  skip(n: number, field = 'Byten'): void {
+    if (n < 0) this.fail(`negative length for ${field}`);
+    this.need(n, field);
+    this.pos += n;
+  }
+
   /** All remaining bytes as a subarray (no copy). */
   rest(): Buffer {
     const v = this.buf.subarray(this.pos);

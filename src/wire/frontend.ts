@@ -143,6 +143,43 @@ export function decodeBind(payload: Buffer): BindMessage {
   return { portal, statement, paramFormats, params, resultFormats };
 }
 
+/**
+ * The names of a Bind ('B'), checked exactly as {@link decodeBind} checks the whole message (the
+ * same ProtocolErrors, 08P01, 22023, 22021) without keeping its parameters or formats: what the
+ * relay needs of a Bind to a statement whose decision holds (issue 18: nothing is allocated per
+ * parameter). Output: the portal and statement names. Source: PostgreSQL 15 docs, 55.7 "Bind".
+ */
+export function decodeBindNames(payload: Buffer): { portal: string; statement: string } {
+  const r = new BufferReader(payload, 'Bind');
+  const portal = r.cstring('portal name');
+  const statement = r.cstring('statement name');
+  const formats = skipFormats(r, 'parameter');
+  const n = r.uint16('parameter count');
+  if (n * 4 > r.remaining) r.fail(`${n} parameters overrun the message`);
+  for (let i = 0; i < n; i++) {
+    const len = r.int32('parameter length');
+    if (len < -1) r.fail(`invalid parameter length ${len}`);
+    if (len > 0) r.skip(len, 'parameter value');
+  }
+  if (formats > 1 && formats !== n) {
+    r.fail(`bind message has ${formats} parameter formats but ${n} parameters`);
+  }
+  skipFormats(r, 'result');
+  r.end();
+  return { portal, statement };
+}
+
+/** Reads the format codes {@link readFormats} reads, with its checks, keeping only their count. */
+function skipFormats(r: BufferReader, kind: string): number {
+  const n = r.uint16(`${kind} format count`);
+  if (n * 2 > r.remaining) r.fail(`${n} ${kind} format codes overrun the message`);
+  for (let i = 0; i < n; i++) {
+    const f = r.int16(`${kind} format code`);
+    if (f !== 0 && f !== 1) throw new ProtocolError(`unsupported format code: ${f}`, '22023');
+  }
+  return n;
+}
+
 /** Int16 count then that many Int16 format codes, each 0 (text) or 1 (binary). */
 function readFormats(r: BufferReader, kind: string): number[] {
   const n = r.uint16(`${kind} format count`);

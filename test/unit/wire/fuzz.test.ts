@@ -13,6 +13,7 @@ const decoders: Record<string, (p: Buffer) => unknown> = {
   decodeQuery: fd.decodeQuery,
   decodeParse: fd.decodeParse,
   decodeBind: fd.decodeBind,
+  decodeBindNames: fd.decodeBindNames,
   decodeDescribe: fd.decodeDescribe,
   decodeExecute: fd.decodeExecute,
   decodeClose: fd.decodeClose,
@@ -90,6 +91,8 @@ const seeds: Record<string, Buffer[]> = {
   decodeNegotiateProtocolVersion: [tp(be.negotiateProtocolVersion(0, ['_pq_.a']))],
   decodeNotificationResponse: [Buffer.from('\0\0\0\x01ch\0pl\0')],
 };
+// decodeBindNames reads the same messages as decodeBind.
+seeds.decodeBindNames = seeds.decodeBind ?? [];
 
 /** A seed with random byte edits: overwrite, truncate, extend. */
 function mutated(seedList: Buffer[]): fc.Arbitrary<Buffer> {
@@ -373,6 +376,48 @@ describe('encode → decode round trips (property)', () => {
           expect(be.decodeCommandComplete(tp(be.commandComplete(a)))).toBe(a);
         },
       ),
+    );
+  });
+});
+
+describe('decodeBindNames checks a Bind exactly as decodeBind does', () => {
+  const seed = tp(
+    fe.bind({
+      portal: 'p',
+      statement: 's',
+      paramFormats: [0, 1],
+      params: [Buffer.from('1'), null],
+      resultFormats: [1],
+    }),
+  );
+  /** The outcome of a decoder: its names, or the error it raised (SQLSTATE and message). */
+  const outcome = (f: () => { portal: string; statement: string }) => {
+    try {
+      const { portal, statement } = f();
+      return { portal, statement };
+    } catch (e) {
+      if (!(e instanceof ProtocolError)) throw e;
+      return { sqlstate: e.sqlstate, message: e.message };
+    }
+  };
+  it('the same names or the same ProtocolError for mutated and random payloads', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 40 }).map((a) => Buffer.from(a)),
+          fc
+            .tuple(fc.nat(seed.length - 1), fc.integer({ min: 0, max: 255 }), fc.nat(seed.length))
+            .map(([at, v, cut]) => {
+              const b = Buffer.from(seed);
+              b[at] = v;
+              return b.subarray(0, cut);
+            }),
+        ),
+        (payload) => {
+          expect(outcome(() => fd.decodeBindNames(payload))).toEqual(outcome(() => fd.decodeBind(payload)));
+        },
+      ),
+      { numRuns: 3000 },
     );
   });
 });
