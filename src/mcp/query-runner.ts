@@ -1,5 +1,5 @@
 // Runs a tool's SQL on a pooled proxy connection: reads in a READ ONLY transaction with a row cap, writes, EXPLAIN.
-import type pg from 'pg';
+import pg from 'pg';
 import type { McpIdentity } from './api-key-auth.js';
 import type { PoolEntry, ProxyPools } from './proxy-pools.js';
 import { statementShape } from './statement-shape.js';
@@ -28,6 +28,19 @@ export interface RowsResult {
 export const DEFAULT_MAX_ROWS = 250;
 export const MAX_MAX_ROWS = 10_000;
 
+/**
+ * The most a tool's rows may take (bytes, as the answer's JSON objects); rows past it are left out
+ * and the result is `truncated`. Without it an agent's `SELECT repeat('x', 10000000) FROM
+ * generate_series(1, 10000)` with max_rows 10 000 had the MCP server hold 100 GB of rows (attack:
+ * the process runs out of memory, and every agent's session with it). 4 MiB: an answer carries the
+ * rows twice (structured content and text), and the MCP SDK's stdio reader closes the connection
+ * on a message over 10 MiB (STDIO_DEFAULT_MAX_BUFFER_SIZE).
+ */
+export const MAX_RESULT_BYTES = 4 << 20;
+
+/** Rows one FETCH asks for: a batch's rows past the caps are read and dropped, never kept. */
+const FETCH_BATCH = 1000;
+
 /** The cursor execute_query reads through; DISCARD ALL closes it before the next checkout anyway. */
 const CURSOR = 'pgwarden_mcp_rows';
 
@@ -51,17 +64,68 @@ function uniqueNames(fields: readonly pg.FieldDef[]): string[] {
   });
 }
 
-function toRows(result: pg.QueryArrayResult, cap: number): RowsResult {
-  const fields = result.fields ?? [];
+/** Rows kept so far across the queries of one tool call, against its caps. */
+interface Kept {
+  readonly rows: unknown[][];
+  bytes: number;
+  /** A row was left out (over `maxRows` or {@link MAX_RESULT_BYTES}). */
+  dropped: boolean;
+}
+
+/**
+ * Runs `config` on `client` keeping at most `maxRows - kept.rows.length` more rows and at most
+ * {@link MAX_RESULT_BYTES} in all (each row counted as its JSON object's length); rows past either cap are
+ * parsed one at a time and dropped (node-pg keeps no rows when a query has a 'row' listener and
+ * no callback). Output: the command tag, fields and row count; `kept` gains the rows.
+ * Rejects with the server's error.
+ */
+function cappedQuery(
+  client: pg.ClientBase,
+  config: pg.QueryArrayConfig,
+  maxRows: number,
+  kept: Kept,
+): Promise<{ command: string; fields: pg.FieldDef[]; rowCount: number | null; rows: number }> {
+  const q = new pg.Query(config);
+  let rows = 0;
+  /** The JSON of a row's names: `"name":` and a comma per column, and the braces. */
+  let namesBytes: number | undefined;
+  q.on('row', (row: unknown[], result?: { fields?: pg.FieldDef[] }) => {
+    rows++;
+    if (kept.dropped || kept.rows.length >= maxRows) {
+      kept.dropped = true;
+      return;
+    }
+    namesBytes ??= (result?.fields ?? []).reduce((n, f) => n + JSON.stringify(f.name).length + 2, 2);
+    const bytes = (JSON.stringify(row)?.length ?? 0) + namesBytes;
+    if (kept.bytes + bytes > MAX_RESULT_BYTES) {
+      kept.dropped = true;
+      return;
+    }
+    kept.bytes += bytes;
+    kept.rows.push(row);
+  });
+  return new Promise((resolve, reject) => {
+    q.on('error', reject);
+    q.on('end', (result: pg.QueryArrayResult) => {
+      resolve({
+        command: result.command ?? '',
+        fields: result.fields ?? [],
+        rowCount: result.rowCount,
+        rows,
+      });
+    });
+    client.query(q);
+  });
+}
+
+function toRows(command: string, fields: readonly pg.FieldDef[], kept: Kept): RowsResult {
   const names = uniqueNames(fields);
-  const all = result.rows ?? [];
-  const kept = all.slice(0, cap);
   return {
-    command: result.command ?? '',
+    command,
     columns: fields.map((f, i) => ({ name: names[i]!, type_oid: f.dataTypeID })),
-    rows: kept.map((r) => Object.fromEntries(names.map((n, i) => [n, r[i] ?? null]))),
-    row_count: kept.length,
-    truncated: all.length > cap,
+    rows: kept.rows.map((r) => Object.fromEntries(names.map((n, i) => [n, r[i] ?? null]))),
+    row_count: kept.rows.length,
+    truncated: kept.dropped,
   };
 }
 
@@ -102,10 +166,11 @@ async function serverVersionNum(client: pg.PoolClient, entry: PoolEntry): Promis
  * execute_query: runs one statement in a `BEGIN READ ONLY` transaction that is rolled back, so a
  * write is refused by the proxy (no INSERT/UPDATE/DELETE/MANAGE in the roles: 42501) or by
  * PostgreSQL (25006 read_only_sql_transaction) and nothing persists. A plain SELECT runs as
- * `DECLARE … NO SCROLL CURSOR FOR <sql>` then `FETCH FORWARD max_rows+1`, so at most one row past
- * the cap crosses the wire (the proxy decides a DECLARE by the query it holds and masks the FETCH);
+ * `DECLARE … NO SCROLL CURSOR FOR <sql>` then `FETCH FORWARD` in batches until max_rows+1 rows or
+ * {@link MAX_RESULT_BYTES} (the proxy decides a DECLARE by the query it holds and masks the FETCH);
  * any other statement (SHOW, a parse error for the proxy to report) runs as is and is capped here.
- * Output: the rows, masked columns as `*****`; `truncated` when there were more than `maxRows`.
+ * Output: the rows, masked columns as `*****`; `truncated` when there were more than `maxRows` or
+ * they took more than MAX_RESULT_BYTES.
  * Errors: the proxy's ErrorResponse (pg DatabaseError), or ToolFailure 42601 for no or several statements.
  */
 export async function runReadQuery(
@@ -117,22 +182,30 @@ export async function runReadQuery(
 ): Promise<RowsResult> {
   const shape = await statementShape(sql, await serverVersionNum(client, entry));
   await client.query('BEGIN READ ONLY');
-  let result: pg.QueryArrayResult;
+  const kept: Kept = { rows: [], bytes: 0, dropped: false };
+  let out: { command: string; fields: pg.FieldDef[] };
   if (shape.cursorable) {
     await client.query(extended(`DECLARE ${CURSOR} NO SCROLL CURSOR FOR ${shape.text}`, params));
-    result = await client.query(extended(`FETCH FORWARD ${maxRows + 1} FROM ${CURSOR}`));
-    result.command = 'SELECT';
+    let fields: pg.FieldDef[] = [];
+    for (;;) {
+      const want = Math.min(FETCH_BATCH, maxRows + 1 - kept.rows.length);
+      const r = await cappedQuery(client, extended(`FETCH FORWARD ${want} FROM ${CURSOR}`), maxRows, kept);
+      fields = r.fields;
+      if (r.rows < want || kept.dropped) break;
+    }
+    out = { command: 'SELECT', fields };
   } else {
-    result = await client.query(extended(shape.text, params));
+    out = await cappedQuery(client, extended(shape.text, params), maxRows, kept);
   }
   await client.query('ROLLBACK');
-  return toRows(result, maxRows);
+  return toRows(out.command, out.fields, kept);
 }
 
 /**
  * execute_statement: runs one statement as is (autocommit), decided by the proxy like any other:
  * refused (42501) unless the roles grant what it needs. Output: the command tag's verb, the rows it
- * returned (RETURNING, masked like any rows, capped at {@link DEFAULT_MAX_ROWS}) and `affected`
+ * returned (RETURNING, masked like any rows, capped at {@link DEFAULT_MAX_ROWS} and
+ * {@link MAX_RESULT_BYTES}: the rest are read and dropped) and `affected`
  * (the tag's row count). Errors: the proxy's ErrorResponse, or ToolFailure 42601 for no or several statements.
  */
 export async function runStatement(
@@ -142,8 +215,9 @@ export async function runStatement(
   params: readonly SqlParam[] | undefined,
 ): Promise<RowsResult & { readonly affected: number | null }> {
   const shape = await statementShape(sql, await serverVersionNum(client, entry));
-  const result = await client.query(extended(shape.text, params));
-  return { ...toRows(result, DEFAULT_MAX_ROWS), affected: result.rowCount ?? null };
+  const kept: Kept = { rows: [], bytes: 0, dropped: false };
+  const r = await cappedQuery(client, extended(shape.text, params), DEFAULT_MAX_ROWS, kept);
+  return { ...toRows(r.command, r.fields, kept), affected: r.rowCount ?? null };
 }
 
 /**

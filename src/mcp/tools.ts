@@ -327,8 +327,8 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     {
       title: 'Run a read-only query',
       description:
-        `Runs one read-only statement in a READ ONLY transaction; returns at most max_rows rows (default ${DEFAULT_MAX_ROWS}, ` +
-        'truncated tells whether there were more). Masked columns read *****. The text content is the rows as JSON.',
+        `Runs one read-only statement in a READ ONLY transaction; returns at most max_rows rows (default ${DEFAULT_MAX_ROWS}) ` +
+        'and at most 4 MiB of them as JSON (truncated tells whether there were more). Masked columns read *****. The text content is the rows as JSON.',
       inputSchema: TOOL_SCHEMAS.execute_query.input,
       outputSchema: TOOL_SCHEMAS.execute_query.output,
       annotations: readOnly,

@@ -131,6 +131,24 @@ function sharedScenarios(clients: () => { analyst: Client; support: Client }) {
     expect(r.structuredContent).toMatchObject({ row_count: 3, truncated: true });
   });
 
+  // Attack finding (fixed): the rows of a call were kept whole before the cap was applied, so
+  // 10 000 rows of 10 MB (max_rows 10 000) were 100 GB held by the MCP server, and an answer over
+  // 10 MiB made the SDK's stdio client close the connection. Now a call keeps at most
+  // MAX_RESULT_BYTES of rows (4 MiB) and reads the rest only to drop them.
+  test('execute_query: rows past 4 MiB are left out and the result says truncated', async () => {
+    const r = await callTool(clients().analyst, 'execute_query', {
+      database: 'demo',
+      sql: "SELECT g, repeat('x', 1000000) AS pad FROM generate_series(1, 40) g",
+      max_rows: 10_000,
+    });
+    expect(r.isError, r.text).toBeFalsy();
+    const sc = r.structuredContent as { row_count: number; truncated: boolean; rows: { g: number }[] };
+    expect(sc.truncated).toBe(true);
+    expect(sc.row_count).toBe(4);
+    expect(sc.rows.map((x) => x.g)).toEqual([1, 2, 3, 4]);
+    expect(r.text.length).toBeLessThan(4 << 20);
+  });
+
   test('execute_query: a write is refused, even for a key allowed to write', async () => {
     const analyst = await callTool(clients().analyst, 'execute_query', {
       database: 'demo',
