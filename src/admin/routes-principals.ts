@@ -5,9 +5,9 @@ import { createScramVerifier } from '../auth/scram-verifier.js';
 import { createKey, keyStatus, parseExpiry, revokeKey, rotateKey } from '../policy/api-keys.js';
 import type { ApiKey, Policy } from '../policy/policy-schema.js';
 import { HttpError } from './admin-http.js';
+import { deleteEntryRoute, entryOf, mustEntry, nameParams } from './named-entries.js';
 import { type AdminContext, callerOf, commitEdit, need, policyNow, versionOf } from './policy-edit.js';
 
-const name = z.object({ name: z.string().min(1).max(63) }).strict();
 const keyId = z.object({ id: z.string().min(1).max(63) }).strict();
 const password = z.string().min(8, 'must be at least 8 characters').max(1024);
 const userBody = z
@@ -88,7 +88,7 @@ export function principalRoutes(app: FastifyInstance, ctx: AdminContext): void {
         tags: ['users'],
         summary:
           'invite a user (password required) or change one: disable, enable, workspace admin (If-Match)',
-        params: name,
+        params: nameParams,
         body: userBody,
       },
     },
@@ -103,9 +103,9 @@ export function principalRoutes(app: FastifyInstance, ctx: AdminContext): void {
       return commitEdit(ctx, req, {
         action: 'workspace_users',
         summary: `put user ${n}`,
-        object: (p) => [Object.hasOwn(p.users, n) ? p.users[n] : null, p.workspace_admins.includes(n)],
+        object: (p) => [entryOf(p.users, n) ?? null, p.workspace_admins.includes(n)],
         change: (p) => {
-          const old = Object.hasOwn(p.users, n) ? p.users[n] : undefined;
+          const old = entryOf(p.users, n);
           if (!old && req.body.password === undefined)
             throw new HttpError(422, 'invalid', 'a new user needs a password', {
               issues: [{ path: 'body.password', message: 'is required for a new user' }],
@@ -126,7 +126,7 @@ export function principalRoutes(app: FastifyInstance, ctx: AdminContext): void {
     '/api/users/:name/password',
     {
       preHandler: users,
-      schema: { tags: ['users'], summary: "reset a user's password", params: name, body: passwordBody },
+      schema: { tags: ['users'], summary: "reset a user's password", params: nameParams, body: passwordBody },
     },
     async (req) =>
       commitEdit(ctx, req, {
@@ -135,8 +135,7 @@ export function principalRoutes(app: FastifyInstance, ctx: AdminContext): void {
         summary: `reset password of ${req.params.name}`,
         object: () => null,
         change: (p) => {
-          const old = Object.hasOwn(p.users, req.params.name) ? p.users[req.params.name] : undefined;
-          if (!old) throw new HttpError(404, 'not-found', `no user "${req.params.name}"`);
+          const old = mustEntry(p.users, req.params.name, 'user');
           return {
             ...p,
             users: {
@@ -147,24 +146,17 @@ export function principalRoutes(app: FastifyInstance, ctx: AdminContext): void {
         },
       }),
   );
-  app.delete<{ Params: { name: string } }>(
-    '/api/users/:name',
-    {
-      preHandler: users,
-      schema: { tags: ['users'], summary: 'remove a user from the workspace (If-Match)', params: name },
-    },
-    async (req) =>
-      commitEdit(ctx, req, {
-        action: 'workspace_users',
-        summary: `remove user ${req.params.name}`,
-        object: (p) => (Object.hasOwn(p.users, req.params.name) ? p.users[req.params.name] : null),
-        change: (p) => {
-          if (!Object.hasOwn(p.users, req.params.name))
-            throw new HttpError(404, 'not-found', `no user "${req.params.name}"`);
-          return withoutUser(p, req.params.name);
-        },
-      }),
-  );
+  deleteEntryRoute(app, ctx, {
+    path: '/api/users/:name',
+    preHandler: users,
+    tag: 'users',
+    summary: 'remove a user from the workspace (If-Match)',
+    action: 'workspace_users',
+    verb: 'remove',
+    noun: 'user',
+    record: (p) => p.users,
+    remove: withoutUser,
+  });
 
   app.get(
     '/api/api-keys',

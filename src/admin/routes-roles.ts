@@ -3,28 +3,12 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { type Policy, policyShape, roleSchema } from '../policy/policy-schema.js';
 import { HttpError } from './admin-http.js';
+import { deleteEntryRoute, entryOf, mustEntry, nameParams } from './named-entries.js';
 import { type AdminContext, commitEdit, need, policyNow, versionOf } from './policy-edit.js';
 
-const name = z.object({ name: z.string().min(1).max(63) }).strict();
 const groupRole = z.object({ name: z.string().min(1).max(63), role: z.string().min(1).max(63) }).strict();
 const defaultRoleBody = z.object({ role: policyShape.default_role }).strict();
 const groupBody = z.object({ members: z.array(z.string().min(1).max(63)) }).strict();
-
-function role(p: Policy, n: string) {
-  return Object.hasOwn(p.roles, n) ? p.roles[n] : undefined;
-}
-
-function mustRole(p: Policy, n: string) {
-  const r = role(p, n);
-  if (!r) throw new HttpError(404, 'not-found', `no role "${n}"`);
-  return r;
-}
-
-function mustGroup(p: Policy, n: string) {
-  const g = Object.hasOwn(p.groups, n) ? p.groups[n] : undefined;
-  if (!g) throw new HttpError(404, 'not-found', `no group "${n}"`);
-  return g;
-}
 
 /** The roles whose tenants list `g/<group>`, in policy order. */
 function rolesOfGroup(p: Policy, group: string): string[] {
@@ -52,11 +36,11 @@ export function roleRoutes(app: FastifyInstance, ctx: AdminContext): void {
   );
   app.get<{ Params: { name: string } }>(
     '/api/roles/:name',
-    { preHandler: roles, schema: { tags: ['roles'], summary: 'one role', params: name } },
+    { preHandler: roles, schema: { tags: ['roles'], summary: 'one role', params: nameParams } },
     async (req, reply) => ({
       ...versionOf(ctx, reply),
       name: req.params.name,
-      role: mustRole(policyNow(ctx), req.params.name),
+      role: mustEntry(policyNow(ctx).roles, req.params.name, 'role'),
     }),
   );
   app.put<{ Params: { name: string }; Body: z.infer<typeof roleSchema> }>(
@@ -66,7 +50,7 @@ export function roleRoutes(app: FastifyInstance, ctx: AdminContext): void {
       schema: {
         tags: ['roles'],
         summary: 'create or replace a role (If-Match: the version read)',
-        params: name,
+        params: nameParams,
         body: roleSchema,
       },
     },
@@ -74,25 +58,24 @@ export function roleRoutes(app: FastifyInstance, ctx: AdminContext): void {
       commitEdit(ctx, req, {
         action: 'workspace_roles',
         summary: `put role ${req.params.name}`,
-        object: (p) => role(p, req.params.name),
+        object: (p) => entryOf(p.roles, req.params.name),
         change: (p) => ({ ...p, roles: { ...p.roles, [req.params.name]: req.body } }),
       }),
   );
-  app.delete<{ Params: { name: string } }>(
-    '/api/roles/:name',
-    { preHandler: roles, schema: { tags: ['roles'], summary: 'delete a role (If-Match)', params: name } },
-    async (req) =>
-      commitEdit(ctx, req, {
-        action: 'workspace_roles',
-        summary: `delete role ${req.params.name}`,
-        object: (p) => role(p, req.params.name),
-        change: (p) => {
-          mustRole(p, req.params.name);
-          const { [req.params.name]: _gone, ...rest } = p.roles;
-          return { ...p, roles: rest };
-        },
-      }),
-  );
+  deleteEntryRoute(app, ctx, {
+    path: '/api/roles/:name',
+    preHandler: roles,
+    tag: 'roles',
+    summary: 'delete a role (If-Match)',
+    action: 'workspace_roles',
+    verb: 'delete',
+    noun: 'role',
+    record: (p) => p.roles,
+    remove: (p, n) => {
+      const { [n]: _gone, ...rest } = p.roles;
+      return { ...p, roles: rest };
+    },
+  });
   app.put<{ Body: z.infer<typeof defaultRoleBody> }>(
     '/api/default-role',
     {
@@ -128,7 +111,7 @@ export function roleRoutes(app: FastifyInstance, ctx: AdminContext): void {
       schema: {
         tags: ['groups'],
         summary: 'create a group or set its members (If-Match)',
-        params: name,
+        params: nameParams,
         body: groupBody,
       },
     },
@@ -136,35 +119,31 @@ export function roleRoutes(app: FastifyInstance, ctx: AdminContext): void {
       commitEdit(ctx, req, {
         action: 'workspace_groups',
         summary: `put group ${req.params.name}`,
-        object: (p) => (Object.hasOwn(p.groups, req.params.name) ? p.groups[req.params.name] : undefined),
+        object: (p) => entryOf(p.groups, req.params.name),
         change: (p) => ({ ...p, groups: { ...p.groups, [req.params.name]: { members: req.body.members } } }),
       }),
   );
-  app.delete<{ Params: { name: string } }>(
-    '/api/groups/:name',
-    {
-      preHandler: groups,
-      schema: { tags: ['groups'], summary: 'delete a group with no role attached (If-Match)', params: name },
+  deleteEntryRoute(app, ctx, {
+    path: '/api/groups/:name',
+    preHandler: groups,
+    tag: 'groups',
+    summary: 'delete a group with no role attached (If-Match)',
+    action: 'workspace_groups',
+    verb: 'delete',
+    noun: 'group',
+    record: (p) => p.groups,
+    remove: (p, n) => {
+      const attached = rolesOfGroup(p, n);
+      if (attached.length > 0)
+        throw new HttpError(
+          409,
+          'in-use',
+          `group "${n}" is attached to ${attached.join(', ')}; detach it first`,
+        );
+      const { [n]: _gone, ...rest } = p.groups;
+      return { ...p, groups: rest };
     },
-    async (req) =>
-      commitEdit(ctx, req, {
-        action: 'workspace_groups',
-        summary: `delete group ${req.params.name}`,
-        object: (p) => (Object.hasOwn(p.groups, req.params.name) ? p.groups[req.params.name] : undefined),
-        change: (p) => {
-          mustGroup(p, req.params.name);
-          const attached = rolesOfGroup(p, req.params.name);
-          if (attached.length > 0)
-            throw new HttpError(
-              409,
-              'in-use',
-              `group "${req.params.name}" is attached to ${attached.join(', ')}; detach it first`,
-            );
-          const { [req.params.name]: _gone, ...rest } = p.groups;
-          return { ...p, groups: rest };
-        },
-      }),
-  );
+  });
   for (const attach of [true, false]) {
     const route = {
       preHandler: both,
@@ -180,10 +159,13 @@ export function roleRoutes(app: FastifyInstance, ctx: AdminContext): void {
       commitEdit(ctx, req, {
         action: 'workspace_roles',
         summary: `${attach ? 'attach' : 'detach'} role ${req.params.role} ${attach ? 'to' : 'from'} group ${req.params.name}`,
-        object: (p) => [role(p, req.params.role)?.tenants ?? null, Object.hasOwn(p.groups, req.params.name)],
+        object: (p) => [
+          entryOf(p.roles, req.params.role)?.tenants ?? null,
+          Object.hasOwn(p.groups, req.params.name),
+        ],
         change: (p) => {
-          mustGroup(p, req.params.name);
-          const r = mustRole(p, req.params.role);
+          mustEntry(p.groups, req.params.name, 'group');
+          const r = mustEntry(p.roles, req.params.role, 'role');
           const t = `g/${req.params.name}`;
           const tenants = attach
             ? [...r.tenants.filter((x) => x !== t), t]
