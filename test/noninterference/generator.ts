@@ -420,6 +420,23 @@ function write(cx: Ctx): string {
       `MERGE INTO users t USING orgs s ON t.org_id = s.id ${p.chance(50) ? `AND ${targetTest(p, 't.')} ` : ''}WHEN MATCHED${p.chance(50) ? ` AND ${targetTest(p, 't.')}` : ''} THEN UPDATE SET name = t.name`,
     () =>
       `INSERT INTO users (id, name) SELECT id, name FROM users WHERE id < ${uid} ON CONFLICT (id) DO UPDATE SET name = excluded.name WHERE ${targetTest(p, 'users.')}`,
+    // The target named other ways (schema-qualified, a CTE of its name beside it, an alias in
+    // ON CONFLICT), read through row comparisons, scalar subqueries without FROM and the shared
+    // source of SET (a, b) = (SELECT …) (attack session: each must read the mask constant).
+    () =>
+      `UPDATE public.users SET name = name WHERE ${targetTest(p, p.one(['', 'users.', 'public.users.']))}`,
+    () => `WITH users AS (SELECT 1 AS id) UPDATE users SET name = name WHERE ${targetTest(p, '')}`,
+    () =>
+      `UPDATE users SET name = name WHERE (id, ${p.one(['ssn', 'email'])}) ${p.one(['=', '<', '>'])} (${uid}, '${p.one(['9', 'm', 'ada.tervo@example.com'])}')`,
+    () => `UPDATE users SET name = name WHERE (SELECT ${targetTest(p, p.one(['', 'users.']))})`,
+    () =>
+      `UPDATE users SET (name, org_id) = (SELECT ${p.one(['name', "'x'"])}, org_id${p.chance(50) ? ` WHERE ${targetTest(p, '')}` : ''}) WHERE id < ${uid}`,
+    () =>
+      `UPDATE users SET (name, org_id) = (SELECT u2.name, u2.org_id FROM users u2 WHERE u2.id = users.id AND ${targetTest(p, p.one(['u2.', 'users.']))}) WHERE id < ${uid}`,
+    () =>
+      `MERGE INTO users t USING orgs s ON t.org_id = s.id WHEN MATCHED AND (SELECT ${targetTest(p, 't.')}) THEN UPDATE SET name = t.name`,
+    () =>
+      `INSERT INTO users AS u (id, name) SELECT id, name FROM users WHERE id < ${uid} ON CONFLICT (id) DO UPDATE SET name = excluded.name WHERE ${targetTest(p, 'u.')}`,
   ])();
 }
 
