@@ -1,48 +1,33 @@
 // Gives sessions the current Catalog of their upstream database, read on one long-lived catalog connection per database.
 
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from 'pino';
 import { catalogStamp, readCatalog } from '../catalog/read-catalog.js';
 import type { Catalog } from '../catalog/types.js';
 import { catalogRead } from '../ops/metrics.js';
+import {
+  backoff,
+  CANNOT_CONNECT,
+  CatalogConnection,
+  type CatalogTimeouts,
+  CatalogUnavailable,
+  DEFAULT_TIMEOUTS,
+} from './catalog-connection.js';
+import { CatalogProbes, type ProbeResult } from './catalog-probe.js';
 
-/** Timeouts of the catalog connection (ms). */
-export interface CatalogTimeouts {
-  /** Opening the catalog connection (default 5000). */
-  readonly connectMs: number;
-  /** `lock_timeout` of the catalog reads: they never queue behind another session's lock for longer (default 200). */
-  readonly lockMs: number;
-  /** `statement_timeout` of the catalog reads (default 15000). */
-  readonly statementMs: number;
-}
-
-const DEFAULT_TIMEOUTS: CatalogTimeouts = { connectMs: 5000, lockMs: 200, statementMs: 15_000 };
-/** Backoff between failed reads (and between reads of views left pending by a lock): from 100 ms doubling up to 5 s. */
-const BACKOFF_MIN_MS = 100;
-const BACKOFF_MAX_MS = 5000;
-
-/** SQLSTATEs of a server that is not accepting this connection now (PostgreSQL's own at connect). */
-const CANNOT_CONNECT = new Set(['57P03', '53300', '57P01', '57P02', '08006', '08001', '08004']);
-
-/**
- * The catalog of a database cannot be read now. `sqlstate` is what a session answers a statement
- * with (issue 16: never 08xxx at ERROR severity): 57P03 cannot_connect_now when the upstream does
- * not accept the catalog connection, 58000 system_error when a read failed or timed out. The
- * message names neither the upstream host nor its address (they go to the log).
- */
-export class CatalogUnavailable extends Error {
-  readonly sqlstate: '57P03' | '58000';
-  constructor(sqlstate: '57P03' | '58000', message: string) {
-    super(message);
-    this.sqlstate = sqlstate;
-  }
-}
+export { type CatalogTimeouts, CatalogUnavailable } from './catalog-connection.js';
 
 interface DbState {
-  /** The upstream: its URL, or a `pg` client config carrying the database's TLS (see `pgClientConfig`). */
-  url: string | pg.ClientConfig;
+  /** The catalog connection (the upstream's URL, or a `pg` client config carrying the database's TLS). */
+  readonly conn: CatalogConnection;
   /** The last catalog read successfully, kept while refreshes fail. */
   current?: Catalog;
+  /** The newest catalog whose after-read work (the grant sync of `roles: managed`) is done. */
+  granted?: Catalog;
+  /** The after-read work of the last read while it runs. */
+  granting?: Promise<void>;
+  /** The oldest version `granted` may have to be handed out: the first read after the last known change. */
+  grantedFrom: number;
   /** When `current` was read (ms since the epoch), and when the last full read was. */
   loadedAt: number;
   fullAt: number;
@@ -54,9 +39,6 @@ interface DbState {
   changeGen: number;
   loadedGen: number;
   flight?: { gen: number; promise: Promise<Catalog> };
-  conn?: Promise<pg.Client>;
-  /** A connection being opened (not yet answered): the upstream may not be accepting connections. */
-  opening?: Promise<pg.Client>;
   version: number;
   failures: number;
   /** No read before this time after a failure (or before re-reading views left pending). */
@@ -85,11 +67,8 @@ interface DbState {
  */
 export class CatalogSource {
   private readonly dbs = new Map<string, DbState>();
-  /** The readiness probe in flight per database ({@link probe}). */
-  private readonly probes = new Map<
-    string,
-    Promise<{ catalog: boolean; upstream: boolean; error?: string }>
-  >();
+  /** The readiness probes in flight ({@link probe}). */
+  private readonly probes = new CatalogProbes();
   /** Bumped by every invalidation: a session's own in-band catalog is stale once it moves. */
   private readonly generations = new Map<string, number>();
   private readonly timeouts: CatalogTimeouts;
@@ -97,9 +76,11 @@ export class CatalogSource {
 
   /**
    * @param ttlMs how long a catalog is served before it is read again in full, in milliseconds.
-   * @param afterRead awaited after every read, before the new catalog is handed out (the grant sync
-   * of `roles: managed`: a table made through pgwarden is granted before a statement can name it).
-   * It must not reject.
+   * @param afterRead run after every read (the grant sync of `roles: managed`). The new catalog is
+   * handed out at once to callers that hold no grants of their own (`get`, `peek`: the url login's
+   * sessions); callers whose statements need the grants it brings (`{ granted: true }`: a set
+   * login's session) are handed it once that work is done, so a table made through pgwarden is
+   * granted before such a statement can name it (issue 15). It must not reject.
    * @param log where read failures and recoveries are logged (once per failure streak).
    */
   constructor(
@@ -120,7 +101,8 @@ export class CatalogSource {
     let st = this.dbs.get(database);
     if (!st && url !== undefined) {
       st = {
-        url,
+        conn: new CatalogConnection(url, this.timeouts),
+        grantedFrom: 0,
         loadedAt: 0,
         fullAt: 0,
         dirty: false,
@@ -139,10 +121,37 @@ export class CatalogSource {
 
   /**
    * The current catalog of `database` (upstream `url`): the loaded one while no change is known,
-   * else a fresh read (shared with concurrent callers). Rejects with CatalogUnavailable when it
-   * cannot be read (at once while a failed read's backoff runs).
+   * else a fresh read (shared with concurrent callers). With `granted`, one whose after-read work
+   * (the grant sync) is done and that has every change known before it was read (it waits for that
+   * work). Rejects with CatalogUnavailable when it cannot be read (at once while a failed read's
+   * backoff runs).
    */
-  get(database: string, url: string | pg.ClientConfig): Promise<Catalog> {
+  async get(
+    database: string,
+    url: string | pg.ClientConfig,
+    opts: { readonly granted?: boolean } = {},
+  ): Promise<Catalog> {
+    if (!opts.granted) return this.getRead(database, url);
+    for (;;) {
+      const now = this.peek(database, opts);
+      if (now) return now;
+      const read = await this.getRead(database, url);
+      const granting = this.dbs.get(database)?.granting;
+      if (!granting) return read;
+      await granting;
+    }
+  }
+
+  /**
+   * The after-read work (grant sync) of `database` running now, or undefined: a statement of a url
+   * login's session that may change the catalog waits for it (issue 15: its DDL must not race the
+   * sync's GRANTs on the same catalog rows, which Postgres answers with "tuple concurrently updated").
+   */
+  syncing(database: string): Promise<void> | undefined {
+    return this.dbs.get(database)?.granting;
+  }
+
+  private getRead(database: string, url: string | pg.ClientConfig): Promise<Catalog> {
     const st = this.state(database, url) as DbState;
     const now = this.peek(database);
     if (now) return Promise.resolve(now);
@@ -151,7 +160,7 @@ export class CatalogSource {
       // A read that started before the last invalidation may miss the change: read once more after it.
       return f.gen === st.gen
         ? f.promise
-        : f.promise.catch(() => undefined).then(() => this.get(database, url));
+        : f.promise.catch(() => undefined).then(() => this.getRead(database, url));
     }
     if (Date.now() < st.retryAt && st.lastError) return Promise.reject(st.lastError);
     return this.load(database, st);
@@ -160,15 +169,19 @@ export class CatalogSource {
   /**
    * The loaded catalog of `database` while no change is known since it was read, without
    * waiting; undefined when it must be read first. Starts a read in the background when the TTL
-   * has passed or views are pending (the loaded catalog is served meanwhile).
+   * has passed or views are pending (the loaded catalog is served meanwhile). With `granted`: the
+   * newest catalog whose after-read work is done, if it has every change known before the last
+   * read (a refresh on the TTL serves the one before it until its grant sync is done); undefined
+   * while the sync after a known change runs.
    */
-  peek(database: string): Catalog | undefined {
+  peek(database: string, opts: { readonly granted?: boolean } = {}): Catalog | undefined {
     const st = this.dbs.get(database);
     if (!st?.current || st.dirty) return undefined;
     const pending = (catalogStamp(st.current)?.pending.size ?? 0) > 0;
     const due = Date.now() >= st.retryAt && (Date.now() - st.fullAt >= this.ttlMs || pending);
     if (due && !st.flight) this.load(database, st).catch(() => undefined);
-    return st.current;
+    if (!opts.granted) return st.current;
+    return st.granted && st.granted.version >= st.grantedFrom ? st.granted : undefined;
   }
 
   /** The last catalog read for `database`, even one a change or a failure has made stale; for fallbacks only. */
@@ -200,7 +213,7 @@ export class CatalogSource {
    */
   connecting(database: string): boolean {
     const st = this.dbs.get(database);
-    return st?.current !== undefined && st.opening !== undefined && st.opening === st.conn;
+    return st?.current !== undefined && st.conn.isOpening;
   }
 
   /** Whether the last read of `database` failed (a session then reads on its own connection instead of waiting). */
@@ -242,12 +255,14 @@ export class CatalogSource {
     this.closed = true;
     const conns = [...this.dbs.values()].map((st) => st.conn);
     this.dbs.clear();
-    await Promise.all(conns.map((c) => c?.then((x) => x.end()).catch(() => undefined)));
+    await Promise.all(conns.map((c) => c.drop()));
   }
 
   private load(database: string, st: DbState): Promise<Catalog> {
     const gen = st.gen;
     const version = ++st.version;
+    // A read after a known change (or the first): the grants of the catalogs before it are stale.
+    if (st.dirty || !st.current) st.grantedFrom = version;
     // Incremental on top of the current catalog, unless the TTL asks for a full read.
     const base = st.current && Date.now() - st.fullAt < this.ttlMs ? st.current : undefined;
     const started = performance.now();
@@ -256,7 +271,7 @@ export class CatalogSource {
       async (catalog) => {
         const ms = performance.now() - started;
         catalogRead(database, kind, true, ms);
-        await this.afterRead?.(database, catalog);
+        this.grant(database, st, catalog);
         const at = Date.now();
         this.log?.debug(
           {
@@ -289,7 +304,8 @@ export class CatalogSource {
       },
       async (e: unknown) => {
         catalogRead(database, kind, false, performance.now() - started);
-        const failure = await this.failure(database, st, e);
+        const failure = await st.conn.failure(database, e, st.logged ? undefined : this.log);
+        st.logged = true;
         st.lastError = failure;
         st.retryAt = Date.now() + backoff(st.failures++);
         throw failure;
@@ -305,157 +321,49 @@ export class CatalogSource {
   }
 
   /**
-   * Readiness (`/readyz`): whether `database`'s catalog has been read and its catalog connection
-   * answers `SELECT 1` within `timeoutMs` (the connection is opened when needed, the catalog read
-   * when none is loaded). Never rejects: `error` says what failed, without the upstream's address.
-   * Concurrent calls for one database share one probe (its answer).
+   * Starts the after-read work for `catalog` (not awaited by the read: callers without grants of
+   * their own use the catalog meanwhile); `granted` follows it once done. Syncs run one after
+   * another, in the order of the reads (ManagedRoles queues them).
    */
-  probe(
-    database: string,
-    url: string | pg.ClientConfig,
-    timeoutMs: number,
-  ): Promise<{ catalog: boolean; upstream: boolean; error?: string }> {
-    // One probe in flight per database, shared by every caller meanwhile: /readyz is served
-    // without a caller, and a probe each would queue a query each on the catalog connection
-    // every session's catalog reads wait behind (1000 at once made probes time out).
-    const running = this.probes.get(database);
-    if (running) return running;
-    const p = this.probeOnce(database, url, timeoutMs);
-    this.probes.set(database, p);
-    const clear = () => {
-      if (this.probes.get(database) === p) this.probes.delete(database);
-    };
-    p.then(clear, clear);
-    return p;
+  private grant(database: string, st: DbState, catalog: Catalog): void {
+    if (!this.afterRead) {
+      st.granted = catalog;
+      return;
+    }
+    const granting: Promise<void> = this.afterRead(database, catalog)
+      .catch(() => undefined)
+      .then(() => {
+        if (!st.granted || catalog.version > st.granted.version) st.granted = catalog;
+        if (st.granting === granting) st.granting = undefined;
+      });
+    st.granting = granting;
   }
 
-  private async probeOnce(
-    database: string,
-    url: string | pg.ClientConfig,
-    timeoutMs: number,
-  ): Promise<{ catalog: boolean; upstream: boolean; error?: string }> {
+  /**
+   * Readiness (`/readyz`, catalog-probe.ts): whether `database`'s catalog has been read and its
+   * catalog connection answers `SELECT 1` within `timeoutMs`. Never rejects. Concurrent calls for
+   * one database share one probe (its answer).
+   */
+  probe(database: string, url: string | pg.ClientConfig, timeoutMs: number): Promise<ProbeResult> {
     const st = this.state(database, url) as DbState;
-    const within = <T>(p: Promise<T>): Promise<T> =>
-      Promise.race([
-        p,
-        new Promise<never>((_, reject) =>
-          setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs).unref(),
-        ),
-      ]);
-    let upstream = false;
-    let error: string | undefined;
-    try {
-      const client = await within(this.connection(st));
-      await within(client.query('SELECT 1'));
-      upstream = true;
-    } catch (e) {
-      error =
-        e instanceof CatalogUnavailable
-          ? e.message
-          : 'the upstream does not answer on the catalog connection';
-    }
-    if (!st.current && upstream) await within(this.get(database, url)).catch(() => undefined);
-    const catalog = st.current !== undefined;
-    if (!catalog && error === undefined) error = `the catalog of database "${database}" has not been read`;
-    return { catalog, upstream, ...(error !== undefined ? { error } : {}) };
+    const target = {
+      conn: st.conn,
+      loaded: () => st.current !== undefined,
+      read: () => this.getRead(database, url),
+    };
+    return this.probes.probe(database, target, timeoutMs);
   }
 
   private async read(st: DbState, version: number, base: Catalog | undefined): Promise<Catalog> {
     if (this.closed) throw new CatalogUnavailable('57P03', 'the proxy is shutting down');
-    const client = await this.connection(st);
+    const client = await st.conn.client();
     try {
       return await readCatalog(client, version, base);
     } catch (e) {
       // A broken connection is opened again on the next read.
-      if (!(e as { code?: string }).code || CANNOT_CONNECT.has((e as { code: string }).code)) this.drop(st);
+      if (!(e as { code?: string }).code || CANNOT_CONNECT.has((e as { code: string }).code))
+        void st.conn.drop();
       throw e;
     }
   }
-
-  private connection(st: DbState): Promise<pg.Client> {
-    if (st.conn) return st.conn;
-    const client = new pg.Client({
-      ...(typeof st.url === 'string' ? { connectionString: st.url } : st.url),
-      connectionTimeoutMillis: this.timeouts.connectMs,
-      lock_timeout: this.timeouts.lockMs,
-      statement_timeout: this.timeouts.statementMs,
-      query_timeout: this.timeouts.statementMs + 1000,
-      application_name: 'pgwarden catalog',
-    });
-    const conn: Promise<pg.Client> = client.connect().then(
-      () => client,
-      (e: unknown) => {
-        if (st.conn === conn) st.conn = undefined;
-        throw Object.assign(e as Error, { connecting: true });
-      },
-    );
-    client.on('error', () => {
-      if (st.conn === conn) st.conn = undefined;
-    });
-    client.on('end', () => {
-      if (st.conn === conn) st.conn = undefined;
-    });
-    st.conn = conn;
-    st.opening = conn;
-    const opened = () => {
-      if (st.opening === conn) st.opening = undefined;
-    };
-    conn.then(opened, opened);
-    return conn;
-  }
-
-  private drop(st: DbState): void {
-    const conn = st.conn;
-    st.conn = undefined;
-    conn?.then((c) => c.end()).catch(() => undefined);
-  }
-
-  /** The CatalogUnavailable for a failed read, logged once per failure streak with what the read may have waited on. */
-  private async failure(database: string, st: DbState, e: unknown): Promise<CatalogUnavailable> {
-    const code = (e as { code?: string }).code;
-    const connecting = (e as { connecting?: boolean }).connecting === true;
-    const cannotConnect = connecting || (code !== undefined && CANNOT_CONNECT.has(code));
-    if (!st.logged) {
-      st.logged = true;
-      const locks = code === '55P03' || code === '57014' ? await this.locksHeld(st) : undefined;
-      this.log?.error(
-        {
-          event: 'catalog-failed',
-          database,
-          code,
-          err: (e as Error).message,
-          ...(locks ? { waited_on: locks } : {}),
-        },
-        'cannot read the upstream catalog; retrying with backoff',
-      );
-    }
-    return cannotConnect
-      ? new CatalogUnavailable(
-          '57P03',
-          `pgwarden cannot read the catalog of database "${database}" now: the upstream is not accepting connections`,
-        )
-      : new CatalogUnavailable(
-          '58000',
-          `pgwarden could not read the catalog of database "${database}"${code === '55P03' ? ': another transaction holds a lock on it' : ''}`,
-        );
-  }
-
-  /** Relation locks other sessions hold or wait for in the database (what a catalog read can wait on), for the log. */
-  private async locksHeld(st: DbState): Promise<string[] | undefined> {
-    try {
-      const client = await this.connection(st);
-      const r = await client.query<{ rel: string; pid: number; mode: string; granted: boolean }>(
-        `SELECT l.relation::regclass::text AS rel, l.pid, l.mode, l.granted FROM pg_locks l
-          WHERE l.locktype = 'relation' AND l.pid <> pg_backend_pid() AND l.mode = 'AccessExclusiveLock'
-            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-      );
-      return r.rows.map((x) => `${x.rel} ${x.mode} ${x.granted ? 'held' : 'awaited'} by pid ${x.pid}`);
-    } catch {
-      return undefined;
-    }
-  }
-}
-
-function backoff(failures: number): number {
-  return Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** Math.min(failures, 10));
 }

@@ -42,6 +42,11 @@ export interface GateSession {
    * uncommitted DDL and its temporary tables; null when the connection is not free for it.
    */
   readonly inBandCatalog: () => Promise<Catalog | null>;
+  /**
+   * For a decided string with a statement that may change the catalog: a promise to await before
+   * it is sent (a grant sync running, issue 15), or undefined; absent: never wait.
+   */
+  readonly manageReady?: () => Promise<void> | undefined;
   /** Rewritten texts of the server (mask at read), shared by its sessions. */
   readonly rewrites?: RewriteCache;
   /** Test-only wall switches (policy/wall-switches.ts); absent: every wall on. */

@@ -11,6 +11,9 @@ import { fatal } from './client-error.js';
 /** The shortest time between two catalog reads forced by unknown names (ms). */
 export const CATALOG_REFRESH_MIN_MS = 1000;
 
+/** The longest a MANAGE statement waits for a grant sync that runs ({@link SessionCatalog.manageReady}), ms. */
+export const MANAGE_WAIT_MS = 2000;
+
 /** Versions of in-band catalogs count down from -1, apart from the shared catalogs' positive ones. */
 let nextOwnCatalogVersion = -1;
 
@@ -49,13 +52,19 @@ export class SessionCatalog {
    * @param catalogs the server's shared catalogs
    * @param database the session's database
    * @param dbClient the `pg` config a shared read of that database uses
+   * @param needsGrants the session logs in as a set login (`roles: managed`): it is handed a
+   * shared catalog only once the grant sync after its read is done (CatalogSource `granted`)
    */
   constructor(
     private readonly catalogs: CatalogSource,
     private readonly database: string,
     private readonly dbClient: ClientConfig,
     private readonly log: Logger,
-  ) {}
+    needsGrants = false,
+  ) {
+    this.granted = { granted: needsGrants };
+  }
+  private readonly granted: { readonly granted: boolean };
 
   /**
    * The catalog to analyze with (`refresh`: an unknown name asks for a fresh read, at most one a
@@ -83,7 +92,7 @@ export class SessionCatalog {
       if (own) return own;
     }
     try {
-      return await this.catalogs.get(database, this.dbClient);
+      return await this.catalogs.get(database, this.dbClient, this.granted);
     } catch (e) {
       // A shared read that fails does not fail a statement this connection can analyze.
       const own = await this.readOwn();
@@ -98,7 +107,24 @@ export class SessionCatalog {
   now(): Catalog | undefined {
     this.dropStaleOwn();
     if (this.own) return this.own;
-    return this.changedInTx ? undefined : this.catalogs.peek(this.database);
+    return this.changedInTx ? undefined : this.catalogs.peek(this.database, this.granted);
+  }
+
+  /**
+   * For a statement that may change the catalog (MANAGE): undefined when it may be sent now, else
+   * a promise to await first — the grant sync running for this database (issue 15: a url login's
+   * DDL must not race the sync's GRANTs on the same catalog rows), at most MANAGE_WAIT_MS (a sync
+   * held up by a lock this very session's transaction holds must not hold it up in turn).
+   */
+  manageReady(): Promise<void> | undefined {
+    if (this.granted.granted) return undefined;
+    const sync = this.catalogs.syncing(this.database);
+    if (!sync) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, MANAGE_WAIT_MS);
+    });
+    return Promise.race([sync, bound]).finally(() => clearTimeout(timer));
   }
 
   /** DDL or an origin mismatch: the own catalog is dropped, the shared one read again once the transaction ends. */

@@ -83,6 +83,7 @@ export function sessionRelay(w: SessionRelayWiring): Relay {
       },
       catalogNow: () => (live.settling ? undefined : catalogs.now()),
       inBandCatalog: () => catalogs.readOwn(),
+      manageReady: () => catalogs.manageReady(),
       ...(ctx.policyRefusal ? { policyRefusal: ctx.policyRefusal } : {}),
     },
     cache: ctx.analyses,

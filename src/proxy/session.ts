@@ -393,7 +393,9 @@ export class ClientSession {
       upstream,
       principal.name,
       resolution.viewer,
-      new SessionCatalog(this.ctx.catalogs, database, dbClient, this.log),
+      // A set login's statements need the grants the sync after a catalog read brings (issue 15:
+      // the url login's do not, and do not wait for it).
+      new SessionCatalog(this.ctx.catalogs, database, dbClient, this.log, this.setLogin !== undefined),
       new SearchPathTracker(startPath),
     );
   }

@@ -18,9 +18,29 @@ import type { Decider, GateResult } from './statement-plan.js';
  * column or function is tried once more with a fresh catalog. Never rejects except when the
  * catalog cannot be read (CatalogUnavailable: the caller refuses with its 57P03 or 58000 then).
  * With `memo` (the session's, gate-memo.ts), a text allowed before under the same catalog, policy,
- * roles and search paths gets the same result without analysis or decision.
+ * roles and search paths gets the same result without analysis or decision. A string allowed with
+ * a statement that may change the catalog (MANAGE) is handed back once `session.manageReady`'s
+ * wait is over (a grant sync running, issue 15).
  */
 export function gate(
+  sql: string,
+  session: GateSession,
+  cache: AnalysisCache,
+  decide: Decider,
+  memo?: GateMemo,
+): GateResult | Promise<GateResult> {
+  const r = gateNow(sql, session, cache, decide, memo);
+  const ready = session.manageReady;
+  if (!ready) return r;
+  // A string that may change the catalog waits for a grant sync running (session.manageReady).
+  const hold = (x: GateResult): GateResult | Promise<GateResult> => {
+    const wait = x.ok && x.plans.some((p) => p.changesCatalog) ? ready() : undefined;
+    return wait ? wait.then(() => x) : x;
+  };
+  return r instanceof Promise ? r.then(hold) : hold(r);
+}
+
+function gateNow(
   sql: string,
   session: GateSession,
   cache: AnalysisCache,
