@@ -1,4 +1,4 @@
-// One session whose client never reads must not hold the shared memory budget from every other session: their large messages still pass.
+// One session whose client never reads, or moves a held message at a trickle, must not hold the shared memory budget from every other session: their large messages still pass.
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { query } from '../../../src/wire/frontend-encode.js';
@@ -9,14 +9,21 @@ const MiB = 2 ** 20;
 let proxy: TestProxy;
 const raws: RawClient[] = [];
 const clients: pg.Client[] = [];
+const timers: NodeJS.Timeout[] = [];
 
 beforeAll(async () => {
   const cfg = demoConfigObject();
-  cfg.limits = { ...(cfg.limits as Record<string, unknown>), memory_budget_bytes: 64 * MiB };
+  // A wait of 20 s at most: a holder's pace is what would finish its messages within that (10 MB: 2.5 MB per 5 s).
+  cfg.limits = {
+    ...(cfg.limits as Record<string, unknown>),
+    memory_budget_bytes: 64 * MiB,
+    memory_wait_ms: 20_000,
+  };
   proxy = await startTestProxy(cfg);
 }, 60_000);
 
 afterAll(async () => {
+  for (const t of timers) clearInterval(t);
   for (const r of raws) r.end();
   for (const c of clients) await c.end().catch(() => undefined);
   await proxy?.close();
@@ -75,6 +82,44 @@ describe('a client that stops reading a large row', () => {
     header.write('Q', 0);
     header.writeInt32BE(10_000_004, 1);
     attacker.write(Buffer.concat([header, Buffer.from("select '")]));
+    await new Promise((r) => setTimeout(r, 1500));
+    await bobsRowThenAttackerClosed(attacker);
+  });
+});
+
+// Attack finding (fixed): any byte counted as progress, so one logged-in client announcing a 10 MB
+// message (40 MB held) and sending it at a byte a second, or reading a 10 MB row a chunk a second,
+// held its share for days, and every other session's large messages waited out
+// limits.memory_wait_ms. Now a holder moves only at the pace that would finish what it holds
+// within that wait (src/proxy/message-hold.ts).
+describe('a client that moves a held message at a trickle', () => {
+  test('sending a 10 MB message a byte a second does not stall another session', {
+    timeout: 60_000,
+  }, async () => {
+    const attacker = await attackerLogin();
+    const header = Buffer.alloc(5);
+    header.write('Q', 0);
+    header.writeInt32BE(10_000_004, 1);
+    attacker.write(Buffer.concat([header, Buffer.from("select '")]));
+    timers.push(setInterval(() => attacker.closed || attacker.write(Buffer.from('x')), 1000));
+    await new Promise((r) => setTimeout(r, 1500));
+    await bobsRowThenAttackerClosed(attacker);
+  });
+
+  test('reading a 10 MB row a chunk a second does not stall another session', {
+    timeout: 60_000,
+  }, async () => {
+    const attacker = await attackerLogin();
+    attacker.socket.pause();
+    attacker.write(query("select repeat('x', 10000000) as pad"));
+    // One chunk a second: resumed until the next 'data', then paused again.
+    timers.push(
+      setInterval(() => {
+        if (attacker.closed) return;
+        attacker.socket.once('data', () => attacker.socket.pause());
+        attacker.socket.resume();
+      }, 1000),
+    );
     await new Promise((r) => setTimeout(r, 1500));
     await bobsRowThenAttackerClosed(attacker);
   });

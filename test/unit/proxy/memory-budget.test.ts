@@ -135,7 +135,7 @@ describe('MessageHold with a MessageFramer', () => {
   });
 
   // Attack finding (fixed): any byte counted as progress, so a client sending a held message at a
-  // byte a second was never evicted while others waited (test/e2e/attacks/memory-budget-trickle.test.ts).
+  // byte a second was never evicted while others waited (test/e2e/attacks/memory-budget-hold.test.ts).
   it('a message arriving slower than the pace that finishes it within waitMs is stalled; at pace it moves', () => {
     vi.useFakeTimers();
     try {
