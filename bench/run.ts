@@ -33,6 +33,25 @@ const BENCH_DIR = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(BENCH_DIR, '..');
 
 const argv = process.argv.slice(2);
+/** `--help`: the options, then exit (without it an unknown flag is ignored and the full run starts). */
+if (argv.includes('--help') || argv.includes('-h')) {
+  process.stdout.write(`usage: npm run bench -- [options]   (bench/README.md says what each section measures)
+  --quick                 smoke run (pgbench -t, fewer queries), writes results/latest-quick.md
+  --rounds N              rounds per section (default 3)
+  --seconds S             pgbench -T of the full run (default 4)
+  --connections N         idle clients of the connections section (default 1000)
+  --only LIST             sections: pgbench,syscalls,large,connections,analysis,mcp
+  --modes LIST            pgbench modes: simple,extended,prepared
+  --clients LIST          pgbench client counts: 1,8
+  --without LIST          pgbench targets left out: direct,pipe,pgbouncer,dba,masked,managed
+  --before DIR            another tree's bench/proxy-process.ts as targets "before dba" / "before masked"
+  --no-warm-up            no unmeasured warm-up run per mode
+  --profile               V8 CPU profiles of the pgwarden processes (bench/results/profiles)
+  --node-args "FLAGS"     flags for the pgwarden processes (e.g. --perf-basic-prof)
+  --keep                  keep the work folder (every process's log)
+`);
+  process.exit(0);
+}
 const quick = argv.includes('--quick');
 const profile = argv.includes('--profile');
 const numArg = (name: string, dflt: number): number => {
