@@ -81,6 +81,19 @@ describe('MemoryBudget', () => {
     expect(b.tooLarge(100)).toBe(false);
   });
 
+  it('asks for no collection when a small prepared statement is given back, one for a large one', () => {
+    const b = new MemoryBudget(4 * LARGE_MESSAGE_BYTES);
+    const before = collections.count;
+    b.retain(2048);
+    b.unretain(2048);
+    expect(collections.count).toBe(before);
+    expect(b.inUse).toBe(0);
+    b.retain(LARGE_MESSAGE_BYTES);
+    b.unretain(LARGE_MESSAGE_BYTES);
+    expect(collections.count).toBe(before + 1);
+    expect(b.inUse).toBe(0);
+  });
+
   it('asks for a collection only when bytes were given back (a session closing that held nothing asks for none)', () => {
     const b = new MemoryBudget(100);
     const before = collections.count;
