@@ -1,6 +1,7 @@
 // Session-control statements: transactions, SET/RESET/SHOW, DISCARD, prepared statements and cursors (no permission needed).
 
 import type { ColumnUse, SessionEffect, StatementAnalysis } from './analysis-types.js';
+import { isInternalSetting, unknownSettingRefusal } from './internal-settings.js';
 import { constText } from './node-values.js';
 import { searchPathFromSetArgs } from './search-path-text.js';
 import {
@@ -128,6 +129,18 @@ export function variableSetStatement(n: Fields, ctx: StatementContext): Statemen
         refusalAt(ctx, '0A000', `pgwarden has no rule for SET form ${String(n.kind)}`),
       );
   }
+}
+
+/**
+ * SHOW name / SHOW ALL: no permission. `SHOW pgwarden_catalog.*` is answered as Postgres answers a
+ * setting that does not exist (42704, internal-settings.ts): the placeholders pgwarden's in-band
+ * catalog read leaves in the session are not the caller's.
+ */
+export function showStatement(n: Fields, ctx: StatementContext): StatementAnalysis {
+  const name = typeof n.name === 'string' ? n.name : '';
+  return isInternalSetting(name)
+    ? refusedStatement(ctx, unknownSettingRefusal(name), 'SESSION')
+    : sessionStatement(ctx);
 }
 
 /** DISCARD ALL resets the session (search_path, prepared statements, cursors); PLANS/SEQUENCES/TEMP: no effect tracked. */

@@ -18,6 +18,7 @@ import {
   executeStatement,
   fetchStatement,
   prepareStatement,
+  showStatement,
   transactionStatement,
   variableSetStatement,
 } from './session-control.js';
@@ -112,7 +113,7 @@ export const STATEMENT_HANDLERS: Readonly<Record<StatementNodeType, StatementHan
   // Session control (session-control.ts).
   TransactionStmt: transactionStatement,
   VariableSetStmt: variableSetStatement,
-  VariableShowStmt: session,
+  VariableShowStmt: showStatement,
   DiscardStmt: discardStatement,
   DeallocateStmt: deallocateStatement,
   ClosePortalStmt: closeStatement,
