@@ -325,6 +325,11 @@ export class MessageFramer {
   private dropHead(): void {
     this.head++;
     this.headOffset = 0;
+    this.compact();
+  }
+
+  /** Drops consumed chunk references in bulk, so the list neither grows nor shifts per message. */
+  private compact(): void {
     if (this.head === this.chunks.length) {
       this.chunks = [];
       this.head = 0;
@@ -408,14 +413,7 @@ export class MessageFramer {
       this.headOffset = 0;
     }
     this.total -= size;
-    // Drop consumed chunk references in bulk so the list neither grows nor shifts per message.
-    if (this.head === this.chunks.length) {
-      this.chunks = [];
-      this.head = 0;
-    } else if (this.head > 64 && this.head * 2 > this.chunks.length) {
-      this.chunks = this.chunks.slice(this.head);
-      this.head = 0;
-    }
+    this.compact();
     return out;
   }
 }
