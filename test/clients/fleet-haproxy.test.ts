@@ -10,18 +10,15 @@ import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DEMO_APP_PASSWORD } from '../../src/embedded/demo.js';
 import { freePort } from '../../src/embedded/postgres.js';
 import { FleetDirectory } from '../../src/policy/fleet-instances.js';
-import { policyImport } from '../../src/policy/policy-command.js';
 import { keyOwner } from '../../src/proxy/cancel-key.js';
 import { cancelRequest } from '../../src/wire/frontend-encode.js';
 import { type Haproxy, haproxyConfig, startHaproxy } from '../helpers/haproxy.js';
 import {
-  createStoreDatabase,
-  DEMO_CONFIG_FILE,
+  createAppDatabase,
+  createDemoStore,
+  type StoreDatabase,
   storeInstanceConfig,
-  superuserUrl,
-  writeConfig,
 } from '../helpers/policy-store-db.js';
-import { testEnv } from '../helpers/proxy.js';
 import { type Served, serveProcess } from '../helpers/serve-process.js';
 
 /** How long pgbench runs through HAProxy (issue 21: 30 s). */
@@ -29,7 +26,8 @@ const PGBENCH_SECONDS = 30;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-fleet-haproxy-'));
 const bench = `pgwarden_fleet_${crypto.randomBytes(3).toString('hex')}`;
-let store: Awaited<ReturnType<typeof createStoreDatabase>>;
+let store: StoreDatabase;
+let benchDb: { drop(): Promise<void> } | undefined;
 let haproxy: Haproxy;
 let lbPort = 0;
 /** The instances, each with its admin API, audit file and fleet slot. */
@@ -41,14 +39,8 @@ function benchUrl(user = 'pgwarden_app', password = DEMO_APP_PASSWORD): string {
 }
 
 beforeAll(async () => {
-  Object.assign(process.env, testEnv());
-  store = await createStoreDatabase();
-  const importFile = writeConfig(dir, 'import.yaml', storeInstanceConfig(store.url));
-  expect((await policyImport({ config: importFile, file: DEMO_CONFIG_FILE })).exitCode).toBe(0);
-  const su = new pg.Client({ connectionString: superuserUrl('postgres') });
-  await su.connect();
-  await su.query(`CREATE DATABASE ${bench} OWNER pgwarden_app`);
-  await su.end();
+  store = (await createDemoStore(dir)).store;
+  benchDb = await createAppDatabase(bench);
   const { host, port } = inject('pg');
   const init = spawnSync(
     '/usr/bin/pgbench',
@@ -103,10 +95,7 @@ afterAll(async () => {
   for (const i of instances) if (!i.killed) i.served.child.kill('SIGTERM');
   await Promise.all(instances.map((i) => i.served.exited));
   await store?.drop();
-  const c = new pg.Client({ connectionString: superuserUrl('postgres') });
-  await c.connect();
-  await c.query(`DROP DATABASE IF EXISTS ${bench} WITH (FORCE)`);
-  await c.end();
+  await benchDb?.drop();
   fs.rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 

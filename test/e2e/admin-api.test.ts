@@ -4,20 +4,13 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { policyImport } from '../../src/policy/policy-command.js';
 import { PolicyStore } from '../../src/policy/policy-store.js';
-import {
-  createStoreDatabase,
-  DEMO_CONFIG_FILE,
-  storeInstanceConfig,
-  writeConfig,
-} from '../helpers/policy-store-db.js';
-import { testEnv } from '../helpers/proxy.js';
+import { createDemoStore, type StoreDatabase, storeInstanceConfig } from '../helpers/policy-store-db.js';
 import { type Served, serveProcess } from '../helpers/serve-process.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-admin-'));
 const auditFile = path.join(dir, 'audit.jsonl');
-let db: Awaited<ReturnType<typeof createStoreDatabase>>;
+let db: StoreDatabase;
 const served: Served[] = [];
 let api = '';
 
@@ -70,11 +63,7 @@ async function login(user: string, password = user): Promise<Browser> {
 }
 
 beforeAll(async () => {
-  // The demo config's ${PGWARDEN_UPSTREAM_PORT} (read in-process by policy import) names the test PostgreSQL.
-  Object.assign(process.env, testEnv());
-  db = await createStoreDatabase();
-  const configFile = writeConfig(dir, 'import.yaml', storeInstanceConfig(db.url));
-  expect((await policyImport({ config: configFile, file: DEMO_CONFIG_FILE })).exitCode).toBe(0);
+  db = (await createDemoStore(dir)).store;
   // bob (role support) may edit roles; alice (analyst) holds no app-level action.
   const store = await PolicyStore.open(db.url);
   await store.commit({ author: 'test' }, ({ current }) => {

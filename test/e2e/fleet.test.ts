@@ -6,28 +6,18 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { FleetDirectory } from '../../src/policy/fleet-instances.js';
-import { policyImport } from '../../src/policy/policy-command.js';
 import { keyOwner } from '../../src/proxy/cancel-key.js';
 import { cancelRequest } from '../../src/wire/frontend-encode.js';
 import { type PausableRelay, pausableRelay } from '../helpers/pausable-relay.js';
-import {
-  createStoreDatabase,
-  DEMO_CONFIG_FILE,
-  storeInstanceConfig,
-  writeConfig,
-} from '../helpers/policy-store-db.js';
-import { testEnv } from '../helpers/proxy.js';
+import { createDemoStore, type StoreDatabase, storeInstanceConfig } from '../helpers/policy-store-db.js';
 import { type Served, serveProcess } from '../helpers/serve-process.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-fleet-'));
-let db: Awaited<ReturnType<typeof createStoreDatabase>>;
+let db: StoreDatabase;
 const served: Served[] = [];
 
 beforeAll(async () => {
-  Object.assign(process.env, testEnv());
-  db = await createStoreDatabase();
-  const configFile = writeConfig(dir, 'import.yaml', storeInstanceConfig(db.url));
-  expect((await policyImport({ config: configFile, file: DEMO_CONFIG_FILE })).exitCode).toBe(0);
+  db = (await createDemoStore(dir)).store;
 }, 120_000);
 afterAll(async () => {
   for (const s of served) s.child.kill('SIGTERM');

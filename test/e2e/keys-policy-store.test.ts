@@ -4,26 +4,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { keysCreate, keysList, keysRevoke, keysRotate } from '../../src/policy/keys-command.js';
-import { policyImport } from '../../src/policy/policy-command.js';
 import { PolicyStore } from '../../src/policy/policy-store.js';
-import {
-  createStoreDatabase,
-  DEMO_CONFIG_FILE,
-  storeInstanceConfig,
-  writeConfig,
-} from '../helpers/policy-store-db.js';
-import { testEnv } from '../helpers/proxy.js';
+import { createDemoStore, type StoreDatabase } from '../helpers/policy-store-db.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-keys-store-'));
-let db: Awaited<ReturnType<typeof createStoreDatabase>>;
+let db: StoreDatabase;
 let config: string;
 
 beforeAll(async () => {
-  Object.assign(process.env, testEnv());
-  db = await createStoreDatabase();
-  config = writeConfig(dir, 'instance.yaml', storeInstanceConfig(db.url));
-  const imported = await policyImport({ config, file: DEMO_CONFIG_FILE });
-  expect(imported.stdout).toMatch(/^imported as version 1 /);
+  ({ store: db, config } = await createDemoStore(dir));
 });
 afterAll(async () => {
   await db.drop();

@@ -8,16 +8,15 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DEMO_APP_PASSWORD } from '../../src/embedded/demo.js';
 import { freePort } from '../../src/embedded/postgres.js';
-import { policyImport } from '../../src/policy/policy-command.js';
 import { type PausableRelay, pausableRelay } from '../helpers/pausable-relay.js';
 import {
-  createStoreDatabase,
-  DEMO_CONFIG_FILE,
+  createAppDatabase,
+  createDemoStore,
+  type StoreDatabase,
   storeInstanceConfig,
   superuserUrl,
-  writeConfig,
 } from '../helpers/policy-store-db.js';
-import { demoConfigObject, testEnv } from '../helpers/proxy.js';
+import { demoConfigObject } from '../helpers/proxy.js';
 import { type Served, serveProcess, stopChild } from '../helpers/serve-process.js';
 
 interface Ready {
@@ -29,7 +28,8 @@ interface Ready {
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-readyz-'));
 /** A database whose catalog pgwarden_app may not read (SELECT on pg_class revoked from PUBLIC). */
 const restricted = `pgwarden_nocatalog_${crypto.randomBytes(3).toString('hex')}`;
-let store: Awaited<ReturnType<typeof createStoreDatabase>>;
+let store: StoreDatabase;
+let restrictedDb: { drop(): Promise<void> } | undefined;
 const served: Served[] = [];
 
 async function readyz(adminPort: number): Promise<{ code: number; body: Ready }> {
@@ -47,14 +47,8 @@ async function serveWithAdmin(cfg: Record<string, unknown>, name: string) {
 }
 
 beforeAll(async () => {
-  Object.assign(process.env, testEnv());
-  store = await createStoreDatabase();
-  const importFile = writeConfig(dir, 'import.yaml', storeInstanceConfig(store.url));
-  expect((await policyImport({ config: importFile, file: DEMO_CONFIG_FILE })).exitCode).toBe(0);
-  const su = new pg.Client({ connectionString: superuserUrl('postgres') });
-  await su.connect();
-  await su.query(`CREATE DATABASE ${restricted} OWNER pgwarden_app`);
-  await su.end();
+  store = (await createDemoStore(dir)).store;
+  restrictedDb = await createAppDatabase(restricted);
   const inDb = new pg.Client({ connectionString: superuserUrl(restricted) });
   await inDb.connect();
   await inDb.query('REVOKE SELECT ON pg_catalog.pg_class FROM PUBLIC');
@@ -64,10 +58,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(served.map((s) => stopChild(s.child, s.exited)));
   await store?.drop();
-  const su = new pg.Client({ connectionString: superuserUrl('postgres') });
-  await su.connect();
-  await su.query(`DROP DATABASE IF EXISTS ${restricted} WITH (FORCE)`);
-  await su.end();
+  await restrictedDb?.drop();
   fs.rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 

@@ -1,13 +1,6 @@
 // A `serve --admin` child over a fresh policy store holding the demo policy, with its audit file; and a password login to its API.
 import path from 'node:path';
-import { policyImport } from '../../src/policy/policy-command.js';
-import {
-  createStoreDatabase,
-  DEMO_CONFIG_FILE,
-  storeInstanceConfig,
-  writeConfig,
-} from './policy-store-db.js';
-import { testEnv } from './proxy.js';
+import { createDemoStore, storeInstanceConfig } from './policy-store-db.js';
 import { type Served, serveProcess } from './serve-process.js';
 
 /** A running instance: its store, its process, the admin API's base URL. */
@@ -25,13 +18,7 @@ export interface AdminInstance {
  * listens. Throws when the import fails.
  */
 export async function startAdminInstance(dir: string, auditFile: string): Promise<AdminInstance> {
-  Object.assign(process.env, testEnv());
-  const db = await createStoreDatabase();
-  const imported = await policyImport({
-    config: writeConfig(dir, 'import.yaml', storeInstanceConfig(db.url)),
-    file: DEMO_CONFIG_FILE,
-  });
-  if (imported.exitCode !== 0) throw new Error(`policy import failed: ${JSON.stringify(imported)}`);
+  const { store: db } = await createDemoStore(dir);
   const served = await serveProcess(
     storeInstanceConfig(db.url, { audit: { file: auditFile } }),
     path.join(dir, 'one.yaml'),

@@ -6,27 +6,17 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { ADDRESS_REUSE_MS, FleetDirectory } from '../../../src/policy/fleet-instances.js';
-import { policyImport } from '../../../src/policy/policy-command.js';
 import { encodeProcessId } from '../../../src/proxy/cancel-key.js';
 import { CancelRegistry } from '../../../src/proxy/cancel-registry.js';
 import { MAX_FORWARDS_IN_FLIGHT, routeCancel } from '../../../src/proxy/cancel-routing.js';
-import {
-  createStoreDatabase,
-  DEMO_CONFIG_FILE,
-  storeInstanceConfig,
-  writeConfig,
-} from '../../helpers/policy-store-db.js';
-import { testEnv } from '../../helpers/proxy.js';
+import { createDemoStore, type StoreDatabase } from '../../helpers/policy-store-db.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-cancel-flood-'));
-let db: Awaited<ReturnType<typeof createStoreDatabase>>;
+let db: StoreDatabase;
 let directory: FleetDirectory;
 
 beforeAll(async () => {
-  Object.assign(process.env, testEnv());
-  db = await createStoreDatabase();
-  const configFile = writeConfig(dir, 'import.yaml', storeInstanceConfig(db.url));
-  expect((await policyImport({ config: configFile, file: DEMO_CONFIG_FILE })).exitCode).toBe(0);
+  db = (await createDemoStore(dir)).store;
   directory = FleetDirectory.open(db.url);
 }, 120_000);
 afterAll(async () => {
