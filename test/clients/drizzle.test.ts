@@ -9,7 +9,7 @@ import pg from 'pg';
 import { expect } from 'vitest';
 import { describeTool, packageVersion } from '../helpers/clients/describe-tool.js';
 import { MASKED_ITEMS } from '../helpers/clients/orm-fixture.js';
-import { run } from '../helpers/drivers/tools.js';
+import { run } from '../helpers/run-program.js';
 
 const KIT = path.join(process.cwd(), 'node_modules/.bin/drizzle-kit');
 const items = pgTable('items', {

@@ -7,10 +7,10 @@ import {
   dropDatabase,
   freshDatabase,
   requireTool,
-  run,
 } from '../helpers/drivers/tools.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { psql } from '../helpers/psql.js';
+import { run } from '../helpers/run-program.js';
 
 const DB = 'pgw_drivers_dump';
 const RESTORED = 'pgw_drivers_restored';

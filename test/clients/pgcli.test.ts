@@ -1,11 +1,11 @@
 // pgcli (Debian's 3.5.0) through pgwarden: its start-up completion metadata, \dt and \d as a MANAGE user compared with direct, a migration in a transaction on a table a view reads; alice's masks.
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { appClient, appUrl } from '../helpers/drivers/tools.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { run } from '../helpers/run-program.js';
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-pgcli-'));
 
@@ -15,36 +15,22 @@ const home = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-pgcli-'));
  * sequences, prompts and `Time:` lines; stderr as written (a failed completion-metadata query at
  * start shows there as the refresh thread's traceback).
  */
-function pgcli(url: string, input: string): Promise<{ stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('pgcli', ['--less-chatty', '--prompt', 'PGCLI> ', url], {
-      env: { ...process.env, HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), TERM: 'dumb' },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString('utf8');
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString('utf8');
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('error', reject);
-    child.on('close', () => {
-      clearTimeout(timer);
-      const clean = stdout
-        // biome-ignore lint/suspicious/noControlCharactersInRegex: terminal control sequences
-        .replace(/\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r/g, '')
-        .split('\n')
-        .map((l) => l.replace(/^.*PGCLI> /, '').trimEnd())
-        .filter((l) => l !== '' && !l.startsWith('Time:') && !l.includes('[F2]'))
-        .join('\n');
-      resolve({ stdout: clean, stderr });
-    });
+async function pgcli(url: string, input: string): Promise<{ stdout: string; stderr: string }> {
+  const r = await run('pgcli', ['--less-chatty', '--prompt', 'PGCLI> ', url], {
+    input,
+    env: { HOME: home, XDG_CONFIG_HOME: path.join(home, '.config'), TERM: 'dumb' },
+    timeoutMs: 60_000,
     // A pause lets the completion refresh (pgcli's start-up metadata queries) run before \q.
-    child.stdin.write(input);
-    setTimeout(() => child.stdin.end(), 3000);
+    holdStdinMs: 3000,
   });
+  const clean = r.stdout
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: terminal control sequences
+    .replace(/\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r/g, '')
+    .split('\n')
+    .map((l) => l.replace(/^.*PGCLI> /, '').trimEnd())
+    .filter((l) => l !== '' && !l.startsWith('Time:') && !l.includes('[F2]'))
+    .join('\n');
+  return { stdout: clean, stderr: r.stderr };
 }
 
 let proxy: TestProxy;

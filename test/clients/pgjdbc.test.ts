@@ -6,11 +6,11 @@ import {
   appClient,
   driverConfig,
   requireTool,
-  run,
   startWireTap,
   type WireTap,
 } from '../helpers/drivers/tools.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { run } from '../helpers/run-program.js';
 
 const JAR = '/usr/share/java/postgresql.jar';
 const PROGRAM = path.resolve(

@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { wireConsole } from '../../src/admin/wire-console.js';
 import { requireTool } from '../helpers/drivers/tools.js';
+import { SHOW_CLIENTS_COLUMNS } from '../helpers/pgbouncer-columns.js';
 import { demoConfigObject, loadTestConfig, startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { psql } from '../helpers/psql.js';
 
@@ -67,23 +68,7 @@ describe('psql -d pgwarden', () => {
         const r = await consoleCommand('dba', 'SHOW CLIENTS');
         expect(r.code, r.stderr).toBe(0);
         const header = r.stdout.split('\n')[0];
-        expect(header?.split('\t')).toEqual([
-          'type',
-          'user',
-          'database',
-          'state',
-          'addr',
-          'port',
-          'local_addr',
-          'local_port',
-          'connect_time',
-          'request_time',
-          'link',
-          'tls',
-          'application_name',
-          'id',
-          'roles',
-        ]);
+        expect(header?.split('\t')).toEqual(SHOW_CLIENTS_COLUMNS);
         rows = rowsOf(r.stdout);
         // Listed from its authentication on; its database once its upstream session is open.
         if (rows.some((x) => x.database === 'demo' && x.state === 'active')) break;

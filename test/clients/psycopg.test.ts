@@ -2,8 +2,9 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { driverConfig, requireTool, run } from '../helpers/drivers/tools.js';
+import { driverConfig, requireTool } from '../helpers/drivers/tools.js';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { run } from '../helpers/run-program.js';
 
 const PYTHON = '/usr/bin/python3';
 const SCRIPT = path.resolve(

@@ -2,6 +2,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { wireConsole } from '../../src/admin/wire-console.js';
+import { SHOW_CLIENTS_COLUMNS } from '../helpers/pgbouncer-columns.js';
 import { demoConfigObject, loadTestConfig, startTestProxy, type TestProxy } from '../helpers/proxy.js';
 
 /** The demo config; bob's role (support) also holds audit_read, not workspace_settings. */
@@ -45,23 +46,7 @@ describe('wire admin console', () => {
     try {
       const dba = await consoleAs('dba');
       const r = await dba.query('SHOW CLIENTS');
-      expect(r.fields.map((f) => f.name)).toEqual([
-        'type',
-        'user',
-        'database',
-        'state',
-        'addr',
-        'port',
-        'local_addr',
-        'local_port',
-        'connect_time',
-        'request_time',
-        'link',
-        'tls',
-        'application_name',
-        'id',
-        'roles',
-      ]);
+      expect(r.fields.map((f) => f.name)).toEqual(SHOW_CLIENTS_COLUMNS);
       const mine = r.rows.find((x) => x.user === 'alice');
       expect(mine).toMatchObject({
         type: 'C',

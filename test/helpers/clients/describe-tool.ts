@@ -44,7 +44,7 @@ export function packageVersion(name: string): string {
  * `result` of the JSON it prints. Rejects with its stderr when it exits non-zero.
  */
 export async function pythonStep(script: string, tool: string, url: string, name: string): Promise<unknown> {
-  const { run } = await import('../drivers/tools.js');
+  const { run } = await import('../run-program.js');
   const r = await run('/usr/bin/python3', [script, url, name], { timeoutMs: 60_000 });
   if (r.code !== 0) throw new Error(`${tool} ${name} failed (exit ${r.code}):\n${r.stderr}`);
   return (JSON.parse(r.stdout) as { result: unknown }).result;

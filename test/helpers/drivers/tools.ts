@@ -1,5 +1,5 @@
 // Shared helpers of the driver suites: run an external client, require it loudly, make a scratch database, tap the wire.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -10,39 +10,6 @@ import { FrontendCode } from '../../../src/wire/codes.js';
 import { MessageFramer } from '../../../src/wire/framer.js';
 import { decodeBind, decodeParse } from '../../../src/wire/frontend.js';
 import { demoConfigObject } from '../proxy.js';
-
-/** An external program's exit status and output. */
-export interface RunResult {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs `cmd args…` with `input` on stdin; resolves when it exits (killed after `timeoutMs`). */
-export function run(
-  cmd: string,
-  args: readonly string[],
-  opts: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
-): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env: { ...process.env, ...opts.env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString('utf8');
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString('utf8');
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? -1, stdout, stderr });
-    });
-    child.stdin.end(opts.input ?? '');
-  });
-}
 
 /**
  * Checks that a driver or tool is installed by running `check`; throws (failing the suite, never
