@@ -6,7 +6,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CONSOLE_CSP } from '../../src/admin/console-assets.js';
-import { type AdminInstance, apiLogin, startAdminInstance } from '../helpers/admin-instance.js';
+import { type AdminInstance, apiLogin, apiRequest, startAdminInstance } from '../helpers/admin-instance.js';
 import type { Served } from '../helpers/serve-process.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-console-api-'));
@@ -18,26 +18,12 @@ const cookies: Record<string, { cookie: string; csrf: string }> = {};
 
 async function call(method: string, url: string, who?: string, body?: unknown) {
   const headers: Record<string, string> = {};
-  if (body !== undefined) headers['content-type'] = 'application/json';
   if (who) {
     cookies[who] ??= await apiLogin(api, who);
     headers.cookie = cookies[who]!.cookie;
     headers['x-csrf-token'] = cookies[who]!.csrf;
   }
-  const r = await fetch(`${api}${url}`, {
-    method,
-    headers,
-    redirect: 'manual',
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await r.text();
-  let json: Record<string, unknown> = {};
-  try {
-    json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-  } catch {
-    json = { text };
-  }
-  return { status: r.status, body: json, headers: r.headers };
+  return apiRequest(api, method, url, headers, body);
 }
 
 beforeAll(async () => {

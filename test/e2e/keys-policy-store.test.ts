@@ -40,7 +40,8 @@ describe('pgwarden keys with policy_store', () => {
     const inStore = stored.policy.api_keys.find((k) => k.id === key.id);
     expect(inStore?.roles).toEqual(['analyst']);
     expect(JSON.stringify(stored.policy)).not.toContain(key.token);
-    expect(fs.readdirSync(dir)).toEqual(['instance.yaml']);
+    // No keys file beside the config: the keys went into the store.
+    expect(fs.readdirSync(dir)).toEqual([path.basename(config)]);
 
     const text = await keysCreate({ config, roles: ['support'], iterations: 16 });
     expect(text.stdout).toContain('The policy store now holds version 3; every instance applies it at once.');

@@ -54,3 +54,40 @@ export async function apiLogin(
     .join('; ');
   return { cookie, csrf: ((await r.json()) as { csrf_token: string }).csrf_token };
 }
+
+/** An admin API answer: its status, its body as JSON (`{ text }` when it is not JSON, `{}` when empty), the text, the headers. */
+export interface ApiAnswer {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+  readonly text: string;
+  readonly headers: Headers;
+}
+
+/**
+ * Sends `method url` to the admin API at `base` with `headers`, and `body` as JSON (content-type
+ * set) when given; redirects are not followed (a 302 is the answer). Rejects only when the request
+ * cannot be sent.
+ */
+export async function apiRequest(
+  base: string,
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<ApiAnswer> {
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const r = await fetch(`${base}${url}`, {
+    method,
+    headers,
+    redirect: 'manual',
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const text = await r.text();
+  let json: Record<string, unknown> = {};
+  try {
+    json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
+  } catch {
+    json = { text };
+  }
+  return { status: r.status, body: json, text, headers: r.headers };
+}

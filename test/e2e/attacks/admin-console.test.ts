@@ -7,6 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CONSOLE_CSP } from '../../../src/admin/console-assets.js';
 import { policyImport } from '../../../src/policy/policy-command.js';
+import { apiRequest } from '../../helpers/admin-instance.js';
 import {
   createStoreDatabase,
   storeInstanceConfig,
@@ -54,27 +55,13 @@ async function call(
   opts: { csrf?: string | null } = {},
 ) {
   const headers: Record<string, string> = {};
-  if (body !== undefined) headers['content-type'] = 'application/json';
   if (who && 'bearer' in who) headers.authorization = `Bearer ${who.bearer}`;
   else if (who) {
     headers.cookie = who.cookie;
     const csrf = opts.csrf === undefined ? who.csrf : opts.csrf;
     if (csrf !== null) headers['x-csrf-token'] = csrf;
   }
-  const r = await fetch(`${api}${url}`, {
-    method,
-    headers,
-    redirect: 'manual',
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await r.text();
-  let json: Record<string, unknown> = {};
-  try {
-    json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-  } catch {
-    json = { text };
-  }
-  return { status: r.status, body: json, text, headers: r.headers };
+  return apiRequest(api, method, url, headers, body);
 }
 
 /** A GET with the path exactly as written (fetch would resolve `..` and re-encode). */
