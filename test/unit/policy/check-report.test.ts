@@ -10,21 +10,14 @@ import {
 import { decide } from '../../../src/policy/decide.js';
 import { analyze, loadParser } from '../../../src/sql/analyze.js';
 import { loadDemoCatalog } from '../../fixtures/demo-catalog.js';
-import { makeConfig } from './policy-fixtures.js';
+import { denySee, makeConfig } from './policy-fixtures.js';
 
 const config = makeConfig({
   roles: {
     analyst: {
       permissions: [
         { effect: 'allow', actions: ['SELECT', 'SEE'], database: 'demo' },
-        {
-          effect: 'deny',
-          actions: ['SEE'],
-          database: 'demo',
-          schema: 'public',
-          table: 'users',
-          column: 'email',
-        },
+        denySee('public.users.email'),
       ],
     },
   },

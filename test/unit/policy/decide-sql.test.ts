@@ -13,6 +13,7 @@ import { findPrincipal } from '../../../src/policy/principals.js';
 import { resolveRoles } from '../../../src/policy/resolve-roles.js';
 import { analyze, loadParser } from '../../../src/sql/analyze.js';
 import { loadDemoCatalog } from '../../fixtures/demo-catalog.js';
+import { denySee } from './policy-fixtures.js';
 
 const catalog = loadDemoCatalog();
 
@@ -22,24 +23,7 @@ function demoConfig(): Config {
     roles: Record<string, { permissions: unknown[] }>;
   };
   for (const role of ['analyst', 'support']) {
-    raw.roles[role]!.permissions.push(
-      {
-        effect: 'deny',
-        actions: ['SEE'],
-        database: 'demo',
-        schema: 'public',
-        table: 'user_secrets',
-        column: 'ssn',
-      },
-      {
-        effect: 'deny',
-        actions: ['SEE'],
-        database: 'demo',
-        schema: 'public',
-        table: 'badges',
-        column: 'code',
-      },
-    );
+    raw.roles[role]!.permissions.push(denySee('public.user_secrets.ssn'), denySee('public.badges.code'));
   }
   return parseConfig(YAML.stringify(raw), path.join(DEMO_DIR, 'pgwarden.yaml'), {
     PGWARDEN_UPSTREAM_PASSWORD: 'x',

@@ -5,6 +5,7 @@ import type { Decision, StatementDecision } from '../../../src/policy/decision-t
 import {
   analysisOf,
   columnReq,
+  denySee,
   makeConfig,
   manageReq,
   output,
@@ -39,22 +40,8 @@ const config = makeConfig({
     analyst: {
       permissions: [
         { effect: 'allow', actions: ['SELECT', 'SEE'], database: 'demo' },
-        {
-          effect: 'deny',
-          actions: ['SEE'],
-          database: 'demo',
-          schema: 'public',
-          table: 'users',
-          column: 'email',
-        },
-        {
-          effect: 'deny',
-          actions: ['SEE'],
-          database: 'demo',
-          schema: 'public',
-          table: 'users',
-          column: 'ssn',
-        },
+        denySee('public.users.email'),
+        denySee('public.users.ssn'),
       ],
     },
     nossn: {
@@ -500,17 +487,7 @@ describe('SEE per column use (seed 004 "Hiding a column", DESIGN.md "Decision" s
     const c = makeConfig({
       roles: {
         w: {
-          permissions: [
-            allowAll,
-            {
-              effect: 'deny',
-              actions: ['SEE'],
-              database: 'demo',
-              schema: 'public',
-              table: 'users',
-              column: 'email',
-            },
-          ],
+          permissions: [allowAll, denySee('public.users.email')],
         },
       },
     });
@@ -529,25 +506,7 @@ describe('SEE per column use (seed 004 "Hiding a column", DESIGN.md "Decision" s
     const c = makeConfig({
       roles: {
         w: {
-          permissions: [
-            allowAll,
-            {
-              effect: 'deny',
-              actions: ['SEE'],
-              database: 'demo',
-              schema: 'public',
-              table: 'users',
-              column: 'email',
-            },
-            {
-              effect: 'deny',
-              actions: ['SEE'],
-              database: 'demo',
-              schema: 'public',
-              table: 'users',
-              column: 'ssn',
-            },
-          ],
+          permissions: [allowAll, denySee('public.users.email'), denySee('public.users.ssn')],
         },
       },
     });
@@ -581,17 +540,7 @@ describe('SEE per column use (seed 004 "Hiding a column", DESIGN.md "Decision" s
     const c = makeConfig({
       roles: {
         w: {
-          permissions: [
-            allowAll,
-            {
-              effect: 'deny',
-              actions: ['SEE'],
-              database: 'demo',
-              schema: 'public',
-              table: 'users',
-              column: 'email',
-            },
-          ],
+          permissions: [allowAll, denySee('public.users.email')],
         },
       },
     });

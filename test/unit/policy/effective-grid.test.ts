@@ -6,7 +6,7 @@ import {
   gridObject,
   gridVerdicts,
 } from '../../../src/policy/effective-grid.js';
-import { makeConfig } from './policy-fixtures.js';
+import { denySee, makeConfig } from './policy-fixtures.js';
 
 const config = makeConfig({
   roles: {
@@ -14,14 +14,7 @@ const config = makeConfig({
       tenants: [],
       permissions: [
         { effect: 'allow', actions: ['SELECT', 'SEE'], database: 'demo' },
-        {
-          effect: 'deny',
-          actions: ['SEE'],
-          database: 'demo',
-          schema: 'public',
-          table: 'users',
-          column: 'email',
-        },
+        denySee('public.users.email'),
         { effect: 'allow', actions: ['workspace_roles'] },
       ],
     },

@@ -2,7 +2,7 @@
 import { describe, expect, test } from 'vitest';
 import type { Config } from '../../../src/policy/config-schema.js';
 import { grantsBeyondEditor, newlyHeldRules } from '../../../src/policy/grant-limits.js';
-import { makeConfig } from './policy-fixtures.js';
+import { denySee, makeConfig } from './policy-fixtures.js';
 
 const SCRAM =
   'SCRAM-SHA-256$4096:peQDLa5/4K6NmL1VXDy/1Q==$K3Ef+ZRyDWuztGiN6LDft9Vedmc48luoNeD7Bvwq1+U=:qY73aKSdm/xgz8AyaeDGZOmNPa6kzWFCBbAnx2LD3IU=';
@@ -16,14 +16,7 @@ function base(): Config {
         tenants: ['u/ed'],
         permissions: [
           { effect: 'allow', actions: ['SELECT', 'SEE'], database: 'demo' },
-          {
-            effect: 'deny',
-            actions: ['SEE'],
-            database: 'demo',
-            schema: 'public',
-            table: 'users',
-            column: 'email',
-          },
+          denySee('public.users.email'),
           { effect: 'allow', actions: ['workspace_roles'] },
         ],
       },
@@ -31,14 +24,7 @@ function base(): Config {
         tenants: ['u/ann'],
         permissions: [
           { effect: 'allow', actions: ['SELECT'], database: 'demo' },
-          {
-            effect: 'deny',
-            actions: ['SEE'],
-            database: 'demo',
-            schema: 'public',
-            table: 'users',
-            column: 'email',
-          },
+          denySee('public.users.email'),
         ],
       },
       dba: { permissions: [{ effect: 'allow', actions: ['SELECT', 'SEE', 'MANAGE'], database: '*' }] },

@@ -22,6 +22,21 @@ export function makeConfig(obj: Record<string, unknown>): Config {
   });
 }
 
+/**
+ * The rule `deny SEE` on column `schema.table.column` of database demo (seed 004, "Hiding a
+ * column"): the column's values are hidden from the role holding it.
+ */
+export function denySee(qualified: string): {
+  effect: 'deny';
+  actions: ['SEE'];
+  database: 'demo';
+  schema: string;
+  table: string;
+  column: string;
+} {
+  return { effect: 'deny', actions: ['SEE'], database: 'demo', ...ref(qualified) };
+}
+
 /** A column of the small catalog: name, unique, generated-from. */
 function col(name: string, attnum: number, opts: { unique?: boolean; from?: string[] } = {}): CatalogColumn {
   return {
