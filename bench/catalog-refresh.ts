@@ -1,17 +1,11 @@
 // What DDL costs through pgwarden (issue 15): the statement after a CREATE TABLE (roles managed and single), DDL in a transaction on a table a view reads, other sessions meanwhile, full and incremental catalog reads.
 import fs from 'node:fs';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import pino from 'pino';
-import YAML from 'yaml';
 import { readCatalog } from '../src/catalog/read-catalog.js';
 import type { Catalog } from '../src/catalog/types.js';
-import { DEMO_APP_PASSWORD, DEMO_APP_ROLE, DEMO_DIR, ensureDemoDatabase } from '../src/embedded/demo.js';
-import { startEmbeddedPostgres } from '../src/embedded/postgres.js';
-import { parseConfig } from '../src/policy/config-load.js';
-import { startProxy } from '../src/proxy/server.js';
-import { makeWorkDir } from './setup.js';
+import { startDemoWorld } from './demo-world.js';
 
 const ROUNDS = 9;
 
@@ -41,31 +35,10 @@ async function afterCreate(c: pg.Client, inTx: boolean): Promise<[number, number
 }
 
 async function main(): Promise<void> {
-  const work = makeWorkDir();
-  const server = await startEmbeddedPostgres({ dataDir: path.join(work, 'data'), persistent: false });
+  const world = await startDemoWorld();
   try {
-    await ensureDemoDatabase(server);
-    const app = { host: server.host, port: server.port, user: DEMO_APP_ROLE, password: DEMO_APP_PASSWORD };
-    const setup = new pg.Client({ ...app, database: 'demo' });
-    await setup.connect();
-    await setup.query('CREATE VIEW user_contacts AS SELECT id, name, email FROM users');
-    await setup.end();
-    const raw = YAML.parse(fs.readFileSync(path.join(DEMO_DIR, 'pgwarden.yaml'), 'utf8')) as Record<
-      string,
-      unknown
-    >;
-    raw.listen = '127.0.0.1:0';
-    const env = {
-      ...process.env,
-      PGWARDEN_UPSTREAM_PORT: String(server.port),
-      PGWARDEN_UPSTREAM_PASSWORD: DEMO_APP_PASSWORD,
-    };
-    const demo = raw.databases as Record<string, Record<string, unknown>>;
-    const start = (roles: 'managed' | 'single') => {
-      (demo.demo as Record<string, unknown>).roles = roles;
-      const config = parseConfig(YAML.stringify(raw), path.join(DEMO_DIR, 'pgwarden.yaml'), env);
-      return startProxy(config, pino({ level: 'silent' }));
-    };
+    const app = world.app;
+    const start = (roles: 'managed' | 'single') => world.start(roles, pino({ level: 'silent' }));
     const rows: string[] = [];
     // roles: single first (its own proxy), then the demo's roles: managed for everything else.
     const single = await start('single');
@@ -156,8 +129,7 @@ async function main(): Promise<void> {
       ].join('\n'),
     );
   } finally {
-    await server.stop();
-    fs.rmSync(work, { recursive: true, force: true });
+    await world.stop();
   }
 }
 
