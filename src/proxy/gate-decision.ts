@@ -38,7 +38,10 @@ function planOf(
   };
 }
 
-/** Decides an analysis and builds the plan of each statement (EXECUTE/FETCH as what they name). */
+/**
+ * Decides an analysis and builds the plan of each statement (EXECUTE/FETCH as what they name);
+ * `utf8`, the text's UTF-8 bytes when the caller has them, spares the rewrite a copy.
+ */
 export function decideAnalysis(
   analysis: Analysis,
   catalog: Catalog,
@@ -46,6 +49,7 @@ export function decideAnalysis(
   session: GateSession,
   cache: AnalysisCache,
   decide: Decider,
+  utf8?: Buffer,
 ): GateResult {
   // The statement a refusal of the whole string is about (the audit names its kind).
   const early = analysisRefusal(analysis);
@@ -116,7 +120,7 @@ export function decideAnalysis(
     if (plans.length === i) plans.push(planOf(statement, d, catalog.version, inner));
   }
   if (!decision.hiddenOf) return { ok: true, plans, catalog };
-  return maskAtRead(sql, analysis, decision, decision.hiddenOf, plans, catalog, session.rewrites);
+  return maskAtRead(sql, analysis, decision, decision.hiddenOf, plans, catalog, session.rewrites, utf8);
 }
 
 /**

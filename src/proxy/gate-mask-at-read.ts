@@ -15,7 +15,8 @@ import type { GateResult, StatementPlan } from './statement-plan.js';
  * arrive masked and pass as raw bytes (no wire mask); EXECUTE and FETCH run text prepared earlier
  * (perhaps under another policy) and keep theirs; every plan refuses a RowDescription origin that
  * is a hidden column. Input: the caller's text, its analysis and decision, the decision's
- * `hiddenOf`, the plans, the catalog and the server's rewrite cache. Output: the gate's result, or
+ * `hiddenOf`, the plans, the catalog, the server's rewrite cache, and the text's UTF-8 bytes when
+ * the caller has them (RewriteContext.utf8). Output: the gate's result, or
  * a refusal (0A000 for a construct the rewrite cannot wrap, XX000 for a failed self-check).
  */
 export function maskAtRead(
@@ -26,12 +27,18 @@ export function maskAtRead(
   plans: readonly StatementPlan[],
   catalog: Catalog,
   rewrites: RewriteCache | undefined,
+  utf8?: Buffer,
 ): GateResult {
   const parser = loadedParser(majorOfServerVersion(catalog.serverVersionNum));
   if (!parser)
     return { ok: false, refusal: { sqlstate: '0A000', message: 'no parser for this server version' } };
   const make = () =>
-    rewriteSql(sql, analysis.statements, { catalog, hiddenOf, parse: (t) => parser.parse(t) });
+    rewriteSql(sql, analysis.statements, {
+      catalog,
+      hiddenOf,
+      parse: (t) => parser.parse(t),
+      ...(utf8 ? { utf8 } : {}),
+    });
   const sent = rewrites ? rewrites.get(decision, sql, make) : make();
   if ('refusal' in sent) {
     const r = sent.refusal;

@@ -10,16 +10,24 @@ import { collectGarbageSoon } from './collect-garbage.js';
 export const LARGE_MESSAGE_BYTES = 1 << 20;
 
 /**
- * What one large message held costs, as a multiple of its size: while it is held it is in memory
- * about four times over (the socket's chunks, the framed message, the decoded text, the rewrite's
- * copy), so the budget counts each at four times its size and bounds resident memory, not only
- * one copy (measured: 24 × 60 MB with one copy counted peaked at 2.1 GB over a 256 MiB budget).
+ * What one large message held costs, as a multiple of its size, when it may be rewritten (its
+ * session has columns hidden from it): while held it is in memory four times over (the framed
+ * message, the decoded text, the rewrite's bytes and its text; the bytes go upstream as they are).
+ * Counting each at four times its size bounds resident memory, not only one copy (measured: 24 ×
+ * 60 MB with one copy counted peaked at 2.1 GB over a 256 MiB budget).
  */
 export const HELD_COPIES = 4;
 
-/** The budget a large message of `size` bytes takes while held (bytes): {@link HELD_COPIES} × size. */
-export function heldCost(size: number): number {
-  return size * HELD_COPIES;
+/**
+ * The same for a client message that goes upstream as it came, from a client that sees everything
+ * (nothing of its is rewritten): the framed message and its decoded text. (The upstream's large
+ * messages stay at HELD_COPIES.)
+ */
+export const PLAIN_COPIES = 2;
+
+/** The budget a large message of `size` bytes takes while held (bytes): `copies` × size. */
+export function heldCost(size: number, copies: number = HELD_COPIES): number {
+  return size * copies;
 }
 
 /**

@@ -31,6 +31,8 @@ export interface MessageHoldOptions {
    * message's size in bytes and the wait in ms. Without it the wait does not end.
    */
   readonly onWaitTimeout?: (size: number, waitedMs: number) => void;
+  /** How many times over a large message is held (memory-budget.ts heldCost), read as each arrives; default HELD_COPIES. */
+  readonly copies?: () => number;
 }
 
 /**
@@ -161,7 +163,7 @@ export class MessageHold {
     if (!this.budget || this.closed || this.arrivingId >= 0) return 'ok';
     const size = framer.pendingMessageBytes;
     if (size < LARGE_MESSAGE_BYTES) return 'ok';
-    const cost = heldCost(size);
+    const cost = heldCost(size, this.opts.copies?.());
     if (this.budget.tooLarge(cost)) return 'too-large';
     this.arriving = cost;
     this.arrivingId = framer.cutCount;

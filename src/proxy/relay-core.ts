@@ -5,6 +5,7 @@ import type { ResultRows } from '../catalog/read-catalog.js';
 import { decisionTime, statementRan, statementRefused } from '../ops/metrics.js';
 import type { Config } from '../policy/config-schema.js';
 import type { Refusal } from '../policy/decision-types.js';
+import { type RewrittenSql, sentUtf8 } from '../rewrite/rewrite-sql.js';
 import type { StatementAnalysis } from '../sql/analysis-types.js';
 import type { AnalysisCache } from '../sql/analyze.js';
 import { type ErrorFields, errorResponse } from '../wire/backend.js';
@@ -363,6 +364,30 @@ export abstract class RelayCore {
     this.runEnd = bytes.byteOffset + bytes.length;
   }
 
+  /**
+   * Sends a message that carries a rewritten text (mask at read): `encoded` is the message made
+   * with the text, or, for a text whose UTF-8 bytes the rewrite kept (rewrite-sql.ts sentUtf8),
+   * the message made with an empty text, which is sent around those bytes: a huge text is not
+   * copied once more into the message (issue 16 item 2). Output: nothing; the message went up.
+   */
+  protected sendWithText(sent: RewrittenSql, encode: (text: string) => Buffer): void {
+    const body = sentUtf8(sent);
+    if (!body) {
+      this.send(encode(sent.text));
+      return;
+    }
+    const empty = encode('');
+    // Where the (empty) text's NUL is: after the code and the length, and for a Parse its name's NUL.
+    const at = empty[0] === FrontendCode.Parse ? empty.indexOf(0, 5) + 1 : 5;
+    const head = Buffer.from(empty.subarray(0, at));
+    head.writeInt32BE(empty.length - 1 + body.length, 1);
+    this.send(head);
+    this.flushSent();
+    const up = this.o.upstream.socket;
+    up.write(body);
+    up.write(empty.subarray(at));
+  }
+
   /** Writes what {@link send} holds back; call before `coalescing` is cleared or the socket is used directly. */
   protected flushSent(): void {
     const run = this.run;
@@ -457,12 +482,13 @@ export abstract class RelayCore {
     ctx: C,
     allowed: (this: this, ctx: C, r: GateResult & { ok: true }) => Promise<void> | undefined | void,
     refuse: (this: this, r: Refusal) => void,
+    utf8?: Buffer,
   ): Promise<void> | undefined {
     // One message in TIMING_SAMPLE is timed: a clock read costs more than the rest of the metrics.
     const begun = (++this.gates & (TIMING_SAMPLE - 1)) === 0 ? performance.now() : 0;
     let r: GateResult | Promise<GateResult>;
     try {
-      r = gate(sql, this.o.gateSession, this.o.cache, this.o.decide, this.memo);
+      r = gate(sql, this.o.gateSession, this.o.cache, this.o.decide, this.memo, utf8);
     } catch (e) {
       refuse.call(this, this.catalogFailure(e));
       return undefined;

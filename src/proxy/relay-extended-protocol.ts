@@ -22,7 +22,7 @@ import {
   type PreparedEntry,
   textToKeep,
 } from './relay-core.js';
-import { SimpleQueryRelay } from './relay-simple-query.js';
+import { LONG_TEXT, SimpleQueryRelay } from './relay-simple-query.js';
 import type { GateResult, StatementPlan } from './statement-plan.js';
 
 /** The portal entry of each prepared statement's Binds (immutable, so its Binds share one). */
@@ -61,7 +61,10 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
       });
       return undefined;
     }
-    return this.withGate(sql, { f, name, sql, paramTypes }, this.parseAllowed, this.refuseExtended);
+    // A long text's bytes are in the payload, between the name's NUL and its own.
+    const at = sql.length > LONG_TEXT ? f.payload.indexOf(0) + 1 : 0;
+    const utf8 = at > 0 ? f.payload.subarray(at, f.payload.indexOf(0, at)) : undefined;
+    return this.withGate(sql, { f, name, sql, paramTypes }, this.parseAllowed, this.refuseExtended, utf8);
   }
 
   private parseAllowed(
@@ -108,7 +111,8 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
     this.statements.set(name, entry);
     this.o.gateSession.names.prepared.delete(name);
     // Mask at read: the statement prepared upstream is the rewritten text (wall 2).
-    this.send(result.sent ? encodeParse(name, result.sent.text, paramTypes) : p.f.bytes);
+    if (result.sent) this.sendWithText(result.sent, (text) => encodeParse(name, text, paramTypes));
+    else this.send(p.f.bytes);
   }
 
   /** The plan of a statement name: protocol-level first, then SQL-level PREPARE (one namespace in Postgres). */

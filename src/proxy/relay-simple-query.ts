@@ -10,6 +10,9 @@ import { ResultRelay } from './relay-results.js';
 import { gate } from './statement-gate.js';
 import type { GateResult, StatementPlan } from './statement-plan.js';
 
+/** Texts longer than this (UTF-16 code units) hand the rewrite their message's bytes (RewriteContext.utf8). */
+export const LONG_TEXT = 64 * 1024;
+
 /** The savepoint a staged string runs under inside the client's own transaction block. */
 const STRING_SAVEPOINT = 'pgwarden_string';
 
@@ -25,7 +28,14 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     this.startBatch();
     // Postgres drops the unnamed prepared statement at every Query (exec_simple_query), refused or not.
     this.statements.delete('');
-    return this.withGate(sql, { f, sql, started: performance.now() }, this.queryAllowed, this.refuseSimple);
+    return this.withGate(
+      sql,
+      { f, sql, started: performance.now() },
+      this.queryAllowed,
+      this.refuseSimple,
+      // A long text's bytes are the payload (before its NUL): the rewrite edits them, not a copy.
+      sql.length > LONG_TEXT ? f.payload.subarray(0, f.payload.length - 1) : undefined,
+    );
   }
 
   private queryAllowed(
@@ -49,7 +59,8 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     const kept = textToKeep(sql, result.plans);
     this.expects.push({ t: 'query', plans: result.plans, index: 0, sql: kept, started, sent: this.gatedAt });
     // Mask at read: the rewritten text goes up instead of the caller's (wall 2).
-    this.send(result.sent ? encodeQuery(result.sent.text) : q.f.bytes);
+    if (result.sent) this.sendWithText(result.sent, encodeQuery);
+    else this.send(q.f.bytes);
     this.batchOpen = false;
     return undefined;
   }

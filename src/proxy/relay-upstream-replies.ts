@@ -272,7 +272,7 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
   }
 
   /** Whether the session's roles see every column of its database (nothing to redact for them). */
-  private seesEverything(): boolean {
+  protected seesEverything(): boolean {
     const g = this.o.gateSession;
     return seesEverything(g.config, g.roles, g.database);
   }

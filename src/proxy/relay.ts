@@ -6,7 +6,7 @@ import type { Frame } from '../wire/framer.js';
 import { decodeEmpty } from '../wire/frontend.js';
 import { sync } from '../wire/frontend-encode.js';
 import { ProtocolError } from '../wire/protocol-error.js';
-import { STALLED_HOLD_MS } from './memory-budget.js';
+import { HELD_COPIES, PLAIN_COPIES, STALLED_HOLD_MS } from './memory-budget.js';
 import { MessageHold } from './message-hold.js';
 import { UpstreamRepliesRelay } from './relay-upstream-replies.js';
 
@@ -29,6 +29,8 @@ export class Relay extends UpstreamRepliesRelay {
    */
   private readonly clientHold = new MessageHold(this.o.memory, this.o.client, () => this.stalled(), {
     onWaitTimeout: (size, waitedMs) => this.clientWaitedOut(size, waitedMs),
+    // A client that sees everything is never rewritten: its messages go upstream as they came.
+    copies: () => (this.seesEverything() ? PLAIN_COPIES : HELD_COPIES),
   });
   private readonly upstreamHold = new MessageHold(
     this.o.memory,

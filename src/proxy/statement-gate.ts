@@ -20,7 +20,8 @@ import type { Decider, GateResult } from './statement-plan.js';
  * With `memo` (the session's, gate-memo.ts), a text allowed before under the same catalog, policy,
  * roles and search paths gets the same result without analysis or decision. A string allowed with
  * a statement that may change the catalog (MANAGE) is handed back once `session.manageReady`'s
- * wait is over (a grant sync running, issue 15).
+ * wait is over (a grant sync running, issue 15). `utf8`: the text's UTF-8 bytes when the caller
+ * has them (a message's payload), which the rewrite then edits in place of a copy.
  */
 export function gate(
   sql: string,
@@ -28,8 +29,9 @@ export function gate(
   cache: AnalysisCache,
   decide: Decider,
   memo?: GateMemo,
+  utf8?: Buffer,
 ): GateResult | Promise<GateResult> {
-  const r = gateNow(sql, session, cache, decide, memo);
+  const r = gateNow(sql, session, cache, decide, memo, utf8);
   const ready = session.manageReady;
   if (!ready) return r;
   // A string that may change the catalog waits for a grant sync running (session.manageReady).
@@ -46,6 +48,7 @@ function gateNow(
   cache: AnalysisCache,
   decide: Decider,
   memo?: GateMemo,
+  utf8?: Buffer,
 ): GateResult | Promise<GateResult> {
   const stale = session.policyRefusal?.();
   if (stale) return staleGate(sql, session, cache, decide, stale);
@@ -57,13 +60,13 @@ function gateNow(
     const fast = guarded(() => {
       const analysis = cache.analyze(sql, { catalog: now, ...pathsFor(session, now) });
       if (analysis.refusal && STALE_CATALOG.has(analysis.refusal.sqlstate)) return undefined;
-      const r = decideAnalysis(analysis, now, sql, session, cache, decide);
+      const r = decideAnalysis(analysis, now, sql, session, cache, decide, utf8);
       if (r.ok) memo?.keep(sql, session, now, r, cache.sharedByLiterals(analysis));
       return r;
     });
     if (fast) return fast;
   }
-  return slowGate(sql, session, cache, decide);
+  return slowGate(sql, session, cache, decide, utf8);
 }
 
 /** Transaction ends that stay allowed while the policy is stale: they read nothing and free the session. */
@@ -119,6 +122,7 @@ async function slowGate(
   session: GateSession,
   cache: AnalysisCache,
   decide: Decider,
+  utf8?: Buffer,
 ): Promise<GateResult> {
   let catalog = await session.catalog(false);
   const analyze = (c: Catalog) => guarded(() => cache.analyze(sql, { catalog: c, ...pathsFor(session, c) }));
@@ -157,5 +161,5 @@ async function slowGate(
     if (!head.ok) return head;
     return { ...head, head: headText, rest: blankCodePoints(sql, at) };
   }
-  return guarded(() => decideAnalysis(done, catalog, sql, session, cache, decide));
+  return guarded(() => decideAnalysis(done, catalog, sql, session, cache, decide, utf8));
 }

@@ -56,13 +56,13 @@ function codePoints(s: string): number {
 }
 
 /**
- * Applies non-overlapping `edits` to `bytes` (the UTF-8 text). Output: the new text and the
- * {@link PositionMap}; null when two edits overlap (the caller refuses: fail closed).
+ * Applies non-overlapping `edits` to `bytes` (the UTF-8 text). Output: the new text, its UTF-8
+ * bytes and the {@link PositionMap}; null when two edits overlap (the caller refuses: fail closed).
  */
 export function applyEdits(
   bytes: Buffer,
   edits: readonly Edit[],
-): { text: string; positions: PositionMap } | null {
+): { text: string; bytes: Buffer; positions: PositionMap } | null {
   const sorted = [...edits].sort((a, b) => a.start - b.start || a.end - b.end);
   // The text is assembled as bytes and decoded once: kept stretches are views, not strings (a 60 MB
   // literal was decoded once for its stretch and again for the joined text, issue 16 item 2).
@@ -91,5 +91,6 @@ export function applyEdits(
     at = e.end;
   }
   parts.push(bytes.subarray(at));
-  return { text: Buffer.concat(parts).toString('utf8'), positions: new PositionMap(segments) };
+  const joined = Buffer.concat(parts);
+  return { text: joined.toString('utf8'), bytes: joined, positions: new PositionMap(segments) };
 }

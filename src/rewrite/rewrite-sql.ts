@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Catalog, CatalogRelation } from '../catalog/types.js';
 import { catalogKey } from '../catalog/types.js';
+import { MAX_CACHED_TEXT } from '../sql/analysis-cache.js';
 import type { AnalysisRefusal, RelationBinding, StatementAnalysis } from '../sql/analysis-types.js';
 import type { ParseOutcome } from '../sql/parser.js';
 import { applyEdits, type Edit, type PositionMap, type RewriteRefusal } from './edits.js';
@@ -24,6 +25,24 @@ export interface RewriteContext {
   readonly hiddenOf: (rel: CatalogRelation) => ReadonlySet<string>;
   /** The server major's parser (the rewritten text is parsed again and checked). */
   readonly parse: (sql: string) => ParseOutcome;
+  /**
+   * The UTF-8 bytes of the text when the caller has them (a message's payload): the rewrite edits
+   * them instead of a copy (used only when their length is the text's UTF-8 length).
+   */
+  readonly utf8?: Buffer;
+}
+
+/** The UTF-8 bytes of rewrites of texts too long for the rewrite cache (MAX_CACHED_TEXT), by result. */
+const sentBytes = new WeakMap<RewrittenSql, Buffer>();
+
+/**
+ * The UTF-8 bytes of a long rewritten text as the rewrite made them, for sending without encoding
+ * the text again (issue 16 item 2: a 60 MB statement was held once more as the message sent);
+ * undefined for a text the rewrite cache may keep (they would be held with it), and for any other RewrittenSql value (a copy or a reuse for another
+ * text has none: the bytes belong to this value's text alone).
+ */
+export function sentUtf8(r: RewrittenSql): Buffer | undefined {
+  return sentBytes.get(r);
 }
 
 /** The text to send for a SQL string, and how to translate errors about it back. */
@@ -105,7 +124,9 @@ export function rewriteSql(
   // nor lexed (a 60 MB literal cost two copies outside the memory budget, issue 16 item 2).
   if (!walked.some((f) => f && (f.rangeVars.length > 0 || f.ctes.length > 0)))
     return { text: sql, changed: false, positions: null, names, edits };
-  const bytes = Buffer.from(sql, 'utf8');
+  const given = ctx.utf8;
+  const bytes =
+    given !== undefined && given.length === Buffer.byteLength(sql, 'utf8') ? given : Buffer.from(sql, 'utf8');
   let tokens: Token[];
   try {
     tokens = tokenize(bytes);
@@ -204,7 +225,9 @@ export function rewriteSql(
   const problem = selfCheck(out.text, new Set(names.keys()), ctx);
   if (problem)
     return refused(`pgwarden refused a rewrite it could not verify: ${problem}`, undefined, 'XX000');
-  return { text: out.text, changed: true, positions: out.positions, names, edits };
+  const result: RewrittenSql = { text: out.text, changed: true, positions: out.positions, names, edits };
+  if (sql.length > MAX_CACHED_TEXT) sentBytes.set(result, out.bytes);
+  return result;
 }
 
 function num(v: unknown): number {

@@ -36,10 +36,12 @@ export interface BurstOutcome {
 
 /**
  * A Simple Query of about `bytes` bytes whose only big part is one standard string literal in a
- * comparison (`SELECT '<a…a>' = 'x' AS same`): it answers one row, `same = false`.
+ * comparison (`SELECT '<a…a>' = 'x' AS same`): it answers one row, `same = false`. With `from`
+ * (a FROM list, `users LIMIT 1`), the comparison is made once per row of it: a relation with
+ * columns hidden from the caller makes it a masked statement (rewritten with a masking subquery).
  */
-export function hugeStatement(bytes: number): string {
-  return `SELECT '${'a'.repeat(bytes)}' = 'x' AS same`;
+export function hugeStatement(bytes: number, from?: string): string {
+  return `SELECT '${'a'.repeat(bytes)}' = 'x' AS same${from ? ` FROM ${from}` : ''}`;
 }
 
 /**

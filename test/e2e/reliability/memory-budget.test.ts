@@ -70,6 +70,31 @@ describe('rows larger than 16 MiB from the upstream', () => {
   });
 });
 
+describe('a large statement masked at read (rewritten from its message bytes, sent around them)', () => {
+  let proxy: TestProxy;
+  beforeAll(async () => {
+    // A session may keep a quarter of it in prepared statements: the 4 MB text and its rewrite.
+    proxy = await startTestProxy(withLimits({ memory_budget_bytes: 128 * MiB }));
+  });
+  afterAll(() => proxy.close());
+
+  it('answers masked through a Query and a named Parse, a hidden column as *****', async () => {
+    const c = await proxy.client('alice');
+    try {
+      const big = 'a'.repeat(2 * MiB);
+      const text = `SELECT email, '${big}' = 'x' AS same, 'b${big}' > 'b' AS more FROM users ORDER BY id LIMIT 1`;
+      const want = [{ email: '*****', same: false, more: true }];
+      expect((await c.query(text)).rows).toEqual(want);
+      expect((await c.query({ name: 'huge_masked', text, values: [] })).rows).toEqual(want);
+      expect((await c.query({ name: 'huge_masked', text, values: [] })).rows).toEqual(want);
+      // The session is in sync afterwards.
+      expect((await c.query('SELECT 2 AS two')).rows).toEqual([{ two: 2 }]);
+    } finally {
+      await c.end();
+    }
+  });
+});
+
 describe('a burst of large statements (small variant: 6 clients × 6 MB, budget 32 MiB)', () => {
   let served: Served | undefined;
   let dir: string;

@@ -1,6 +1,12 @@
 // The memory budget: takes in order, waits, releases; a connection's hold pauses its socket and gives everything back at close.
 import { describe, expect, it, vi } from 'vitest';
-import { heldCost, LARGE_MESSAGE_BYTES, MemoryBudget } from '../../../src/proxy/memory-budget.js';
+import {
+  HELD_COPIES,
+  heldCost,
+  LARGE_MESSAGE_BYTES,
+  MemoryBudget,
+  PLAIN_COPIES,
+} from '../../../src/proxy/memory-budget.js';
 import { MessageHold } from '../../../src/proxy/message-hold.js';
 import { MessageFramer } from '../../../src/wire/framer.js';
 import * as fe from '../../../src/wire/frontend-encode.js';
@@ -127,6 +133,18 @@ describe('MemoryBudget', () => {
 describe('MessageHold with a MessageFramer', () => {
   const big = fe.query(`SELECT '${'a'.repeat(LARGE_MESSAGE_BYTES * 2)}'`);
   const size = big.length;
+
+  it('counts a message that goes on as it came at PLAIN_COPIES times its size', () => {
+    expect(heldCost(size)).toBe(size * HELD_COPIES);
+    const budget = new MemoryBudget(heldCost(size) * 2);
+    const hold = new MessageHold(budget, fakeSocket(), undefined, { copies: () => PLAIN_COPIES });
+    const framer = new MessageFramer({ maxMessageBytes: size * 4, startup: false });
+    framer.push(big.subarray(0, 1000));
+    expect(hold.arrive(framer)).toBe('ok');
+    expect(budget.inUse).toBe(size * PLAIN_COPIES);
+    hold.close();
+    expect(budget.inUse).toBe(0);
+  });
 
   it('takes the held cost of a large message when its header arrives, and hands it over when the message is cut', () => {
     const budget = new MemoryBudget(heldCost(size) * 2);
