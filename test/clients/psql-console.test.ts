@@ -1,34 +1,18 @@
 // The wire admin console with the real psql 15 (`psql -d pgwarden -c 'SHOW CLIENTS'`): PgBouncer's columns for an admin, 42501 naming the action for a user without it, KILL ending a psql session with FATAL 57P01.
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { wireConsole } from '../../src/admin/wire-console.js';
+import { startConsoleProxy } from '../helpers/console-proxy.js';
 import { requireTool } from '../helpers/drivers/tools.js';
 import { SHOW_CLIENTS_COLUMNS } from '../helpers/pgbouncer-columns.js';
-import { demoConfigObject, loadTestConfig, startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import type { TestProxy } from '../helpers/proxy.js';
 import { psql } from '../helpers/psql.js';
 
-/** The demo config; bob's role (support) also holds audit_read, not workspace_settings; alice (analyst) holds neither. */
-function config(): Record<string, unknown> {
-  const c = demoConfigObject();
-  const roles = c.roles as Record<string, { permissions: Record<string, unknown>[] }>;
-  roles.support?.permissions.push({ effect: 'allow', actions: ['audit_read'] });
-  return c;
-}
-
 let proxy: TestProxy;
-let reloads = 0;
+let reloads: () => number;
 
 beforeAll(async () => {
   requireTool('psql 15', ['psql', '--version'], 'postgresql-client-15');
-  proxy = await startTestProxy(config(), {
-    proxy: {
-      console: wireConsole,
-      reloadConfig: async () => {
-        reloads++;
-        proxy.server.reload(loadTestConfig(config()));
-      },
-    },
-  });
+  ({ proxy, reloads } = await startConsoleProxy());
 }, 60_000);
 afterAll(async () => {
   await proxy?.close();
@@ -108,11 +92,11 @@ describe('psql -d pgwarden', () => {
     expect(kill.stderr).toContain(
       'ERROR:  42501: permission denied: KILL needs the app-level action workspace_settings',
     );
-    expect(reloads).toBe(0);
+    expect(reloads()).toBe(0);
     const ok = await consoleCommand('dba', 'RELOAD');
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout.trim()).toBe('RELOAD');
-    expect(reloads).toBe(1);
+    expect(reloads()).toBe(1);
   }, 60_000);
 
   test("KILL <id> as an admin ends that psql's session with FATAL 57P01", async () => {

@@ -2,19 +2,12 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { wireConsole } from '../../src/admin/wire-console.js';
+import { consoleConfig, startConsoleProxy } from '../helpers/console-proxy.js';
 import { SHOW_CLIENTS_COLUMNS } from '../helpers/pgbouncer-columns.js';
-import { demoConfigObject, loadTestConfig, startTestProxy, type TestProxy } from '../helpers/proxy.js';
-
-/** The demo config; bob's role (support) also holds audit_read, not workspace_settings. */
-function config(): Record<string, unknown> {
-  const c = demoConfigObject();
-  const roles = c.roles as Record<string, { permissions: Record<string, unknown>[] }>;
-  roles.support!.permissions.push({ effect: 'allow', actions: ['audit_read'] });
-  return c;
-}
+import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
 
 let proxy: TestProxy;
-let reloads = 0;
+let reloads: () => number;
 const consoles: pg.Client[] = [];
 
 async function consoleAs(user: string): Promise<pg.Client> {
@@ -24,15 +17,7 @@ async function consoleAs(user: string): Promise<pg.Client> {
 }
 
 beforeAll(async () => {
-  proxy = await startTestProxy(config(), {
-    proxy: {
-      console: wireConsole,
-      reloadConfig: async () => {
-        reloads++;
-        proxy.server.reload(loadTestConfig(config()));
-      },
-    },
-  });
+  ({ proxy, reloads } = await startConsoleProxy());
 }, 60_000);
 
 afterAll(async () => {
@@ -125,7 +110,7 @@ describe('wire admin console', () => {
     expect((await dba.query('')).rows).toEqual([]);
     expect((await dba.query('show clients')).rows.length).toBeGreaterThanOrEqual(1);
     await dba.query('RELOAD');
-    expect(reloads).toBe(1);
+    expect(reloads()).toBe(1);
   });
 
   test('KILL closes the named session with FATAL 57P01 admin_shutdown', async () => {
@@ -181,7 +166,7 @@ describe('wire admin console', () => {
   });
 
   test('SHUTDOWN stops the instance gracefully', async () => {
-    const other = await startTestProxy(config(), { proxy: { console: wireConsole } });
+    const other = await startTestProxy(consoleConfig(), { proxy: { console: wireConsole } });
     const dba = await other.client('dba', 'dba', 'pgwarden');
     const ended = new Promise<{ code?: string }>((resolve) =>
       dba.on('error', (e) => resolve(e as { code?: string })),
