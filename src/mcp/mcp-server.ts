@@ -71,7 +71,14 @@ export async function startMcpServer(
       );
   }
   const proxy = await startProxy(initial, logger, { connection: 'mcp', listen: '127.0.0.1:0' });
-  const pools = new ProxyPools({ host: '127.0.0.1', port: proxy.address.port, logger });
+  const limits = initial.config.limits;
+  const pools = new ProxyPools({
+    host: '127.0.0.1',
+    port: proxy.address.port,
+    logger,
+    statementTimeoutMs: limits.mcp_statement_timeout_ms,
+    waitMs: limits.mcp_pool_wait_ms,
+  });
   const shared = {
     config: () => current.config,
     pools,

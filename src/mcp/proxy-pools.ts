@@ -1,8 +1,10 @@
 // Connections from the MCP tools to the proxy's own listener, pooled per (database, API key), reset on checkout.
 import crypto from 'node:crypto';
+import net from 'node:net';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { McpIdentity } from './api-key-auth.js';
+import { ToolFailure } from './tool-errors.js';
 
 /** pg_type OIDs whose values read naturally as JSON numbers, booleans, documents (or arrays of those and of text); the rest stay text. */
 const PARSED_TYPES: ReadonlySet<number> = new Set([
@@ -39,6 +41,9 @@ const TYPES = {
   },
 } as pg.CustomTypesConfig;
 
+/** How long a checkout waits by default (ms): `limits.mcp_pool_wait_ms`'s default. */
+const DEFAULT_WAIT_MS = 10_000;
+
 /** Options of {@link ProxyPools}. */
 export interface ProxyPoolsOptions {
   /** Where the proxy's internal `mcp` listener is. */
@@ -48,6 +53,10 @@ export interface ProxyPoolsOptions {
   readonly max?: number;
   /** How long an idle pooled connection stays open, ms; 30 s by default. */
   readonly idleMs?: number;
+  /** statement_timeout of the pooled sessions (ms, a startup parameter, so DISCARD ALL keeps it); 0: none. */
+  readonly statementTimeoutMs?: number;
+  /** How long `acquire` waits for a free connection or a new login (ms, pg-pool's connectionTimeoutMillis); 10 s by default. */
+  readonly waitMs?: number;
   readonly logger: Logger;
 }
 
@@ -76,15 +85,29 @@ export class ProxyPools {
    * A connection for `identity` to `database`, reset with `DISCARD ALL`. The caller must
    * `release()` it (or `release(true)` after an error, to drop a connection left in an unknown state).
    * Rejects with the proxy's own error when the connection is refused (pg DatabaseError with `code`:
-   * 28P01 bad token, 3D000 unknown database, 42501 a database no role mentions, 28000 no role), or
-   * with a connection error when the listener is gone.
+   * 28P01 bad token, 3D000 unknown database, 42501 a database no role mentions, 28000 no role), with
+   * ToolFailure 53300 when no connection came free within `waitMs`, or with a connection error when
+   * the listener is gone.
    */
   async acquire(
     database: string,
     identity: McpIdentity,
   ): Promise<{ client: pg.PoolClient; entry: PoolEntry }> {
     const entry = this.entryFor(database, identity);
-    const client = await entry.pool.connect();
+    let client: pg.PoolClient;
+    try {
+      client = await entry.pool.connect();
+    } catch (e) {
+      // pg-pool's own wait ran out: every connection of this key busy (or the listener slow).
+      if (/timeout exceeded when trying to connect/.test((e as Error).message))
+        throw new ToolFailure(
+          '53300',
+          `every pooled connection of API key "${identity.keyId}" to database "${database}" stayed busy for ${this.opts.waitMs ?? DEFAULT_WAIT_MS} ms`,
+          undefined,
+          "Wait for the key's running tool calls to end, or cancel them.",
+        );
+      throw e;
+    }
     try {
       await client.query('DISCARD ALL');
     } catch (e) {
@@ -92,6 +115,33 @@ export class ProxyPools {
       throw e;
     }
     return { client, entry };
+  }
+
+  /**
+   * Sends a CancelRequest (protocol "Canceling Requests in Progress": length 16, code 80877102, the
+   * session's BackendKeyData) for `client`'s session to the proxy's listener, which cancels its
+   * running upstream statement as for any client. Resolves when the request is written and the
+   * listener closed the connection (or after 2 s); never rejects: a cancel is best effort.
+   */
+  cancel(client: pg.PoolClient): Promise<void> {
+    const { processID, secretKey } = client as unknown as { processID?: number; secretKey?: number };
+    if (processID === undefined || secretKey === undefined) return Promise.resolve();
+    return new Promise((resolve) => {
+      const packet = Buffer.alloc(16);
+      packet.writeInt32BE(16, 0);
+      packet.writeInt32BE(80877102, 4);
+      packet.writeInt32BE(processID, 8);
+      packet.writeInt32BE(secretKey, 12);
+      const socket = net.connect(this.opts.port, this.opts.host, () => socket.end(packet));
+      const done = () => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve();
+      };
+      const timer = setTimeout(done, 2000);
+      socket.on('close', done);
+      socket.on('error', done);
+    });
   }
 
   /** Closes every pool (after a reload: pooled sessions keep the config they logged in under). */
@@ -115,6 +165,8 @@ export class ProxyPools {
       max: this.opts.max ?? 4,
       idleTimeoutMillis: this.opts.idleMs ?? 30_000,
       application_name: 'pgwarden-mcp',
+      connectionTimeoutMillis: this.opts.waitMs ?? DEFAULT_WAIT_MS,
+      ...(this.opts.statementTimeoutMs ? { statement_timeout: this.opts.statementTimeoutMs } : {}),
       types: TYPES,
     });
     // An idle connection the proxy closes (shutdown, revoked key) must not crash the process.

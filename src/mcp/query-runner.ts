@@ -132,24 +132,38 @@ function toRows(command: string, fields: readonly pg.FieldDef[], kept: Kept): Ro
 /**
  * Runs `work` on a connection for `identity` to `database` taken from `pools` (reset with DISCARD
  * ALL). After `work`, an open transaction is rolled back; a connection whose rollback fails is
- * dropped rather than pooled. Errors from `work` propagate (the proxy's ErrorResponse as pg raises it).
+ * dropped rather than pooled. When `signal` aborts while `work` runs (the MCP client cancelled the
+ * call, or its HTTP request went away), the running statement is canceled with a CancelRequest, so
+ * nothing keeps running upstream for a caller who left; `work` then rejects with 57014
+ * query_canceled and the connection is dropped. Errors from `work` propagate (the proxy's
+ * ErrorResponse as pg raises it).
  */
 export async function withConnection<T>(
   pools: ProxyPools,
   database: string,
   identity: McpIdentity,
   work: (client: pg.PoolClient, entry: PoolEntry) => Promise<T>,
+  signal?: AbortSignal,
 ): Promise<T> {
+  signal?.throwIfAborted();
   const { client, entry } = await pools.acquire(database, identity);
   let broken = false;
+  let cancel: Promise<void> | undefined;
+  const onAbort = () => {
+    broken = true;
+    cancel = pools.cancel(client);
+  };
+  signal?.addEventListener('abort', onAbort, { once: true });
   try {
     return await work(client, entry);
   } catch (e) {
+    await cancel;
     await client.query('ROLLBACK').catch(() => {
       broken = true;
     });
     throw e;
   } finally {
+    signal?.removeEventListener('abort', onAbort);
     client.release(broken);
   }
 }

@@ -285,12 +285,16 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       outputSchema: TOOL_SCHEMAS.list_tables.output,
       annotations: { ...readOnly, idempotentHint: true },
     },
-    async (args) =>
+    async (args, extra) =>
       call('list_tables', { database: args.database }, async (identity) => {
         // The connection is the key's login to the database (refused as at connect: 3D000, 42501);
         // the catalog is the proxy's shared one, not read again per call.
-        const catalog = await withConnection(ctx.pools, args.database, identity, () =>
-          sharedCatalog(ctx.catalog, args.database),
+        const catalog = await withConnection(
+          ctx.pools,
+          args.database,
+          identity,
+          () => sharedCatalog(ctx.catalog, args.database),
+          extra.signal,
         );
         const tables = listTables(ctx.config(), identity, args.database, catalog, args.schema);
         return { structured: { database: args.database, tables }, text: json(tables), rows: tables.length };
@@ -307,17 +311,23 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       outputSchema: TOOL_SCHEMAS.describe_table.output,
       annotations: { ...readOnly, idempotentHint: true },
     },
-    async (args) =>
+    async (args, extra) =>
       call('describe_table', { database: args.database }, async (identity) => {
-        const description = await withConnection(ctx.pools, args.database, identity, async (c, entry) => {
-          let catalog = await sharedCatalog(ctx.catalog, args.database);
-          // A name the catalog lacks (a table made outside pgwarden since it was read): read it
-          // again, at most once a second, as a statement naming an unknown relation does.
-          if (!relationNamed(catalog, args.table, args.schema))
-            catalog = await sharedCatalog(ctx.catalog, args.database, true);
-          const config = ctx.config();
-          return describeTable(c, entry, config, identity, args.database, catalog, args.table, args.schema);
-        });
+        const description = await withConnection(
+          ctx.pools,
+          args.database,
+          identity,
+          async (c, entry) => {
+            let catalog = await sharedCatalog(ctx.catalog, args.database);
+            // A name the catalog lacks (a table made outside pgwarden since it was read): read it
+            // again, at most once a second, as a statement naming an unknown relation does.
+            if (!relationNamed(catalog, args.table, args.schema))
+              catalog = await sharedCatalog(ctx.catalog, args.database, true);
+            const config = ctx.config();
+            return describeTable(c, entry, config, identity, args.database, catalog, args.table, args.schema);
+          },
+          extra.signal,
+        );
         return { structured: { ...description }, text: json(description) };
       }),
   );
@@ -333,11 +343,15 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       outputSchema: TOOL_SCHEMAS.execute_query.output,
       annotations: readOnly,
     },
-    async (args) =>
+    async (args, extra) =>
       call('execute_query', { database: args.database, sql: args.sql }, async (identity) => {
         const maxRows = args.max_rows ?? DEFAULT_MAX_ROWS;
-        const result = await withConnection(ctx.pools, args.database, identity, (c, entry) =>
-          runReadQuery(c, entry, args.sql, args.params as SqlParam[] | undefined, maxRows),
+        const result = await withConnection(
+          ctx.pools,
+          args.database,
+          identity,
+          (c, entry) => runReadQuery(c, entry, args.sql, args.params as SqlParam[] | undefined, maxRows),
+          extra.signal,
         );
         return {
           structured: { ...result },
@@ -363,10 +377,14 @@ export function createMcpServer(ctx: ToolContext): McpServer {
         openWorldHint: false,
       },
     },
-    async (args) =>
+    async (args, extra) =>
       call('execute_statement', { database: args.database, sql: args.sql }, async (identity) => {
-        const result = await withConnection(ctx.pools, args.database, identity, (c, entry) =>
-          runStatement(c, entry, args.sql, args.params as SqlParam[] | undefined),
+        const result = await withConnection(
+          ctx.pools,
+          args.database,
+          identity,
+          (c, entry) => runStatement(c, entry, args.sql, args.params as SqlParam[] | undefined),
+          extra.signal,
         );
         return {
           structured: { ...result },
@@ -387,10 +405,15 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       outputSchema: TOOL_SCHEMAS.explain_query.output,
       annotations: readOnly,
     },
-    async (args) =>
+    async (args, extra) =>
       call('explain_query', { database: args.database, sql: args.sql }, async (identity) => {
-        const lines = await withConnection(ctx.pools, args.database, identity, (c, entry) =>
-          runExplain(c, entry, args.sql, args.params as SqlParam[] | undefined, args.analyze ?? false),
+        const lines = await withConnection(
+          ctx.pools,
+          args.database,
+          identity,
+          (c, entry) =>
+            runExplain(c, entry, args.sql, args.params as SqlParam[] | undefined, args.analyze ?? false),
+          extra.signal,
         );
         const plan = lines.join('\n');
         return { structured: { plan }, text: plan };

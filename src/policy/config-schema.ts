@@ -141,6 +141,18 @@ export const configSchema = z
           .int()
           .min(1024)
           .default(1 << 20),
+        /**
+         * `pgwarden mcp`: the statement_timeout of every statement a tool runs (ms; 0: none). A
+         * statement past it is canceled by PostgreSQL (57014) and the tool call fails with it.
+         * Read at start.
+         */
+        mcp_statement_timeout_ms: z.number().int().min(0).default(60_000),
+        /**
+         * `pgwarden mcp`: how long a tool call waits for a connection of its key's pool (ms): a
+         * free one (then the call fails with 53300 too_many_connections), or a new login (08006).
+         * Read at start.
+         */
+        mcp_pool_wait_ms: z.number().int().positive().default(10_000),
       })
       .strict()
       .default({}),
