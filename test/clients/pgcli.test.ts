@@ -24,7 +24,6 @@ async function pgcli(url: string, input: string): Promise<{ stdout: string; stde
     holdStdinMs: 3000,
   });
   const clean = r.stdout
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: terminal control sequences
     .replace(/\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Z0-9]|\r/g, '')
     .split('\n')
     .map((l) => l.replace(/^.*PGCLI> /, '').trimEnd())

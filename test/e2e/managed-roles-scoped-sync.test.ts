@@ -27,14 +27,6 @@ function config(): Record<string, unknown> {
   return cfg;
 }
 
-/** A superuser connection to `database`. */
-async function superuser(database: string): Promise<pg.Client> {
-  const { host, port, superuser, superuserPassword } = inject('pg');
-  const c = new pg.Client({ host, port, user: superuser, password: superuserPassword, database });
-  await c.connect();
-  return c;
-}
-
 let proxy: TestProxy;
 let admin: pg.Client;
 let dba: pg.Client;

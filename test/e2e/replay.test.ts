@@ -1,4 +1,5 @@
 // pgwarden replay: a recorded audit log decided again under a stricter policy lists exactly the statements that change.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -87,6 +88,18 @@ describe('pgwarden replay', () => {
       ['bob', 'SELECT count(*) FROM orgs', 1, 'allowed→refused'],
     ]);
     expect(report.changes[0]!.after).toEqual({ decision: 'masked', masked: ['name'] });
+    await catalogs.close();
+
+    // The command itself prints the same report and exits (its catalog connection closed).
+    const bin = path.resolve(import.meta.dirname, '../../bin/pgwarden.js');
+    const cli = spawnSync(process.execPath, [bin, 'replay', '--config', file, '--audit', audit, '--json'], {
+      env: testEnv(),
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(cli.error).toBeUndefined();
+    expect(cli.status).toBe(1);
+    expect((JSON.parse(cli.stdout) as typeof report).counts).toEqual(report.counts);
     expect(report.counts).toEqual({
       'allowed→refused': 1,
       'refused→allowed': 0,
