@@ -33,6 +33,14 @@ export interface MessageHoldOptions {
   readonly onWaitTimeout?: (size: number, waitedMs: number) => void;
   /** How many times over a large message is held (memory-budget.ts heldCost), read as each arrives; default HELD_COPIES. */
   readonly copies?: () => number;
+  /**
+   * Whether the peer is at fault while this hold's messages wait in pgwarden itself (cut, not yet
+   * written, or written without filling the socket): for the client's hold, whether the client
+   * leaves unread what pgwarden wrote to it. When it says no, waiting in pgwarden's own queue
+   * (the gate analyzing earlier messages, another session's 60 MB statement) is not a stall.
+   * Absent: such a wait counts as a stall, as any other.
+   */
+  readonly peerAtFault?: () => boolean;
 }
 
 /**
@@ -95,6 +103,13 @@ export class MessageHold {
         this.moveBy(handed - before, now);
       }
     }
+    // Held messages that only wait for pgwarden itself (nothing arriving, nothing waiting for a
+    // socket to drain) while the peer reads what it is sent: pgwarden is slow, not the client.
+    // Ending such a session evicted clients that had sent their statement whole (the 24 × 60 MB
+    // burst: 7 of 24 ended while the gate analyzed the others' statements one at a time).
+    const peerAtFault = this.opts.peerAtFault;
+    if (peerAtFault && this.inFlight > 0 && this.arrivingId < 0 && this.outs.size === 0 && !peerAtFault())
+      this.movedNow(now);
     return this.moved;
   }
 

@@ -31,6 +31,9 @@ export class Relay extends UpstreamRepliesRelay {
     onWaitTimeout: (size, waitedMs) => this.clientWaitedOut(size, waitedMs),
     // A client that sees everything is never rewritten: its messages go upstream as they came.
     copies: () => (this.seesEverything() ? PLAIN_COPIES : HELD_COPIES),
+    // A statement sent whole and waiting for the gate or the upstream is pgwarden's wait, unless
+    // the client leaves unread what was written to it (a pipeline whose replies it never reads).
+    peerAtFault: () => this.o.client.writableNeedDrain,
   });
   private readonly upstreamHold = new MessageHold(
     this.o.memory,

@@ -72,6 +72,29 @@ describe('MemoryBudget', () => {
     }
   });
 
+  it('evicts nobody for a stall window after the event loop was blocked (no socket could be read meanwhile)', () => {
+    vi.useFakeTimers();
+    try {
+      const b = new MemoryBudget(100, 1000);
+      const evicted: string[] = [];
+      b.register({ held: () => 60, progressAt: (now) => now - 10_000, evict: () => evicted.push('stalled') });
+      b.take(60, () => {});
+      expect(b.take(60, () => {})).toBe(false);
+      vi.advanceTimersByTime(500);
+      // The loop is blocked for 3 s (the clock moves, no timer runs), then the check runs late.
+      vi.setSystemTime(Date.now() + 3000);
+      vi.advanceTimersByTime(250);
+      expect(evicted).toEqual([]);
+      vi.advanceTimersByTime(700);
+      expect(evicted).toEqual([]);
+      // A whole stall window watched on time: the stalled holder goes.
+      vi.advanceTimersByTime(500);
+      expect(evicted).toEqual(['stalled']);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('takes what fits, queues the rest first come first served, and grants on release', () => {
     const b = new MemoryBudget(100);
     const granted: string[] = [];
@@ -196,6 +219,39 @@ describe('MessageHold with a MessageFramer', () => {
         vi.advanceTimersByTime(1000);
       }
       expect(evicted).toEqual(['one byte a second']);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('a message received whole and waiting in pgwarden is no stall while its client reads what it is sent; it is once the client stops reading', () => {
+    vi.useFakeTimers();
+    try {
+      const evicted: string[] = [];
+      let unread = false;
+      /** A hold on a fresh budget whose one large message arrived whole and is never written on; then someone waits. */
+      const queued = (name: string, peerAtFault?: () => boolean) => {
+        const budget = new MemoryBudget(heldCost(size) * 4, 2000, 10_000);
+        const hold = new MessageHold(budget, fakeSocket(), () => evicted.push(name), {
+          ...(peerAtFault ? { peerAtFault } : {}),
+        });
+        const framer = new MessageFramer({ maxMessageBytes: size * 4, startup: false });
+        framer.push(big.subarray(0, 100));
+        hold.arrive(framer);
+        framer.push(big.subarray(100));
+        expect(hold.completed(framer)).toBe(heldCost(size));
+        expect(budget.take(heldCost(size) * 3 + 1, () => {})).toBe(false);
+      };
+      queued('client reads', () => unread);
+      vi.advanceTimersByTime(10_000);
+      expect(evicted).toEqual([]);
+      unread = true;
+      vi.advanceTimersByTime(5000);
+      expect(evicted).toEqual(['client reads']);
+      // Without peerAtFault, a queued message stalls as before.
+      queued('no option');
+      vi.advanceTimersByTime(5000);
+      expect(evicted).toEqual(['client reads', 'no option']);
     } finally {
       vi.useRealTimers();
     }
