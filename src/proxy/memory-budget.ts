@@ -58,9 +58,6 @@ export type Grant = () => void;
  */
 export const STALLED_HOLD_MS = 5000;
 
-/** How late (ms) a stall check may run before the event loop counts as having been blocked meanwhile. */
-const LOOP_BLOCKED_MS = 250;
-
 /** A session's claim on the budget, as {@link MemoryBudget} sees it to end a stalled one. */
 export interface BudgetHolder {
   /** Bytes it holds now. */
@@ -86,10 +83,6 @@ export class MemoryBudget {
   private readonly queue: { bytes: number; grant: Grant; at: number }[] = [];
   private readonly holders = new Set<BudgetHolder>();
   private watch: NodeJS.Timeout | undefined;
-  /** When the stall check last ran (ms since the epoch; 0: not watching). */
-  private lastCheck = 0;
-  /** No eviction before this time: the event loop was blocked, so no holder's progress could be seen. */
-  private quietUntil = 0;
 
   /**
    * Input: the budget in bytes (> 0), how long a wait may last while a holder is stalled (ms,
@@ -192,18 +185,9 @@ export class MemoryBudget {
     if (!head) {
       clearInterval(this.watch);
       this.watch = undefined;
-      this.lastCheck = 0;
       return;
     }
     const now = Date.now();
-    // A check that runs late means the event loop was busy (the gate analyzing a 60 MB statement
-    // takes seconds): meanwhile no socket was read or drained, so a holder that looks stalled may
-    // only have waited for pgwarden. Ending such sessions evicted clients of the 24 × 60 MB burst
-    // that were sending at full speed; no eviction until a whole stall window has been watched.
-    if (this.lastCheck !== 0 && now - this.lastCheck > this.checkEveryMs() + LOOP_BLOCKED_MS)
-      this.quietUntil = now + this.stallMs;
-    this.lastCheck = now;
-    if (now < this.quietUntil) return;
     if (now - head.at < this.stallMs) return;
     let worst: BudgetHolder | undefined;
     for (const h of this.holders) {
