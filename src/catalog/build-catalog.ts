@@ -1,5 +1,6 @@
 // Builds a Catalog from the result sets of a catalog read, whole or on top of an earlier read (incremental).
-import { FIRST_NORMAL_OID, RESULT, type ReadBase } from './catalog-reads.js';
+import { FIRST_NORMAL_OID, type ReadBase } from './catalog-changes.js';
+import { RESULT } from './catalog-reads.js';
 import type {
   Catalog,
   CatalogColumn,

@@ -1,6 +1,6 @@
 // Which relations' grants a catalog change can alter: what changed between two catalogs, and every relation whose grant plan reads it.
 import crypto from 'node:crypto';
-import { FIRST_NORMAL_OID } from '../catalog/catalog-reads.js';
+import { FIRST_NORMAL_OID } from '../catalog/catalog-changes.js';
 import type { Catalog, CatalogRelation } from '../catalog/types.js';
 
 /** Past this share of the user relations, an incremental sync costs about what a full one does. */
