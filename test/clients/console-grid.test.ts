@@ -6,6 +6,7 @@ import pg from 'pg';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type AdminInstance, apiLogin, startAdminInstance } from '../helpers/admin-instance.js';
+import { waitForFileText } from '../helpers/audit-file.js';
 import { psql } from '../helpers/psql.js';
 import type { Served } from '../helpers/serve-process.js';
 
@@ -51,11 +52,7 @@ async function createKey(
 }
 
 async function waitForAudit(text: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(fs.existsSync(auditFile) && fs.readFileSync(auditFile, 'utf8').includes(text))) {
-    if (Date.now() > deadline) throw new Error(`no audit line with ${text}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitForFileText(auditFile, text);
 }
 
 beforeAll(async () => {

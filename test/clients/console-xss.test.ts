@@ -6,6 +6,7 @@ import pg from 'pg';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { type AdminInstance, apiLogin, startAdminInstance } from '../helpers/admin-instance.js';
+import { waitForFileText } from '../helpers/audit-file.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-console-xss-'));
 const auditFile = path.join(dir, 'audit.jsonl');
@@ -64,11 +65,7 @@ beforeAll(async () => {
   await c.connect();
   await c.query(SQL);
   await c.end();
-  const deadline = Date.now() + 10_000;
-  while (!(fs.existsSync(auditFile) && fs.readFileSync(auditFile, 'utf8').includes('injected'))) {
-    if (Date.now() > deadline) throw new Error('no audit line');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitForFileText(auditFile, 'injected');
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-background-networking'],

@@ -5,6 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { PolicyStore } from '../../src/policy/policy-store.js';
+import { waitForFileText } from '../helpers/audit-file.js';
 import { createDemoStore, type StoreDatabase, storeInstanceConfig } from '../helpers/policy-store-db.js';
 import { type Served, serveProcess } from '../helpers/serve-process.js';
 
@@ -255,10 +256,7 @@ describe('admin API', () => {
       table: 'orgs',
       column: 'name',
     });
-    for (;;) {
-      if (fs.existsSync(auditFile) && fs.readFileSync(auditFile, 'utf8').includes('FROM orgs')) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitForFileText(auditFile, '"sql":"SELECT id FROM users"');
     const r = await call('POST', '/api/replay', { who: dba, body: { policy: { roles: stricter } } });
     expect(r.status).toBe(200);
     const changes = r.body.changes as { identity: string; sql: string; change: string; after: unknown }[];
@@ -274,12 +272,10 @@ describe('admin API', () => {
   });
 
   test('admin actions are audited with before and after epochs; repeated failed logins lock the user', async () => {
-    for (;;) {
-      if (fs.existsSync(auditFile) && fs.readFileSync(auditFile, 'utf8').includes('"admin":true')) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const lines = fs
-      .readFileSync(auditFile, 'utf8')
+    await waitForFileText(auditFile, '"admin":true');
+    // The statement line comes from another instance's buffer than the admin lines: wait for it too.
+    const written = await waitForFileText(auditFile, '"sql":"SELECT id FROM users"');
+    const lines = written
       .split('\n')
       .filter((l) => l.includes('"admin":true'))
       .map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -296,10 +292,7 @@ describe('admin API', () => {
     expect(
       lines.some((l) => l.status === 403 && l.identity === 'alice' && l.action === 'workspace_roles'),
     ).toBe(true);
-    const statement = fs
-      .readFileSync(auditFile, 'utf8')
-      .split('\n')
-      .find((l) => l.includes('"sql":"SELECT id FROM users"'));
+    const statement = written.split('\n').find((l) => l.includes('"sql":"SELECT id FROM users"'));
     expect(JSON.parse(statement!)).toMatchObject({
       epoch: expect.stringMatching(/^[0-9a-f]{16}$/),
       searchPath: ['public'],

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CONSOLE_CSP } from '../../src/admin/console-assets.js';
 import { type AdminInstance, apiLogin, apiRequest, startAdminInstance } from '../helpers/admin-instance.js';
+import { waitForFileText } from '../helpers/audit-file.js';
 import type { Served } from '../helpers/serve-process.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-console-api-'));
@@ -141,10 +142,7 @@ describe('admin API for the console', () => {
     await c.query('SELECT id, name FROM orgs WHERE id > 0');
     await c.query('SELECT id FROM users');
     await c.end();
-    for (;;) {
-      if (fs.existsSync(auditFile) && fs.readFileSync(auditFile, 'utf8').includes('FROM users')) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitForFileText(auditFile, 'FROM users');
     const r = await call('GET', '/api/audit?table=orgs&admin=false', 'dba');
     const entries = r.body.entries as { sql: string; identity: string; database: string }[];
     expect(entries.map((e) => e.sql)).toEqual(['SELECT id, name FROM orgs WHERE id > $1']);
