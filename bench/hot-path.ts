@@ -14,7 +14,7 @@ import { SearchPathTracker } from '../src/proxy/search-path-tracker.js';
 import type { UpstreamSession } from '../src/proxy/upstream.js';
 import { RewriteCache } from '../src/rewrite/rewrite-cache.js';
 import { createAnalysisCache, loadParser } from '../src/sql/analyze.js';
-import * as be from '../src/wire/backend.js';
+import * as be from '../src/wire/backend-encode.js';
 import { MessageFramer } from '../src/wire/framer.js';
 import * as fe from '../src/wire/frontend-encode.js';
 import { pgbenchCatalog } from '../test/fixtures/demo-catalog.js';

@@ -4,15 +4,8 @@ import type { Config } from '../policy/config-schema.js';
 import { type Editor, editorHolds } from '../policy/grant-limits.js';
 import type { AppAction } from '../policy/policy-schema.js';
 import type { ClientInfo, ConsoleHost, ServerInfo } from '../proxy/console-port.js';
-import {
-  commandComplete,
-  dataRow,
-  type ErrorFields,
-  emptyQueryResponse,
-  errorResponse,
-  noticeResponse,
-  rowDescription,
-} from '../wire/backend.js';
+import { commandComplete, dataRow, emptyQueryResponse, rowDescription } from '../wire/backend-encode.js';
+import { type ErrorFields, errorResponse, noticeResponse } from '../wire/error-fields.js';
 
 /** Column types of the console's result sets (pg_type OIDs and typlen). */
 const TYPES = {

@@ -1,7 +1,8 @@
 // The wire admin console (`psql -d pgwarden`): the simple query protocol, one command per Query, the session goes on after errors.
 import type { ConsoleConnection, ConsoleFactory, ConsoleHost } from '../proxy/console-port.js';
-import { errorResponse, readyForQuery } from '../wire/backend.js';
+import { readyForQuery } from '../wire/backend-encode.js';
 import { EXTENDED_QUERY_MESSAGES, FrontendCode } from '../wire/codes.js';
+import { errorResponse } from '../wire/error-fields.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
 import { decodeQuery } from '../wire/frontend.js';
 import type { ProtocolError } from '../wire/protocol-error.js';

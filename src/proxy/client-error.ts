@@ -1,5 +1,5 @@
 // The FATAL or ERROR a session ends its client with: an ErrorResponse with its SQLSTATE.
-import type { ErrorFields } from '../wire/backend.js';
+import type { ErrorFields } from '../wire/error-fields.js';
 import { ProtocolError } from '../wire/protocol-error.js';
 import { StartupParamError } from './startup-params.js';
 

@@ -1,7 +1,7 @@
 // Refusing a connection at once: FATAL written, the socket kept open a moment so the client reads it, bounded in number.
 import type net from 'node:net';
 import { connectionRefused } from '../ops/metrics.js';
-import { type ErrorFields, errorResponse } from '../wire/backend.js';
+import { type ErrorFields, errorResponse } from '../wire/error-fields.js';
 
 /**
  * Refused clients whose socket is kept open a moment after the error was written, so that their

@@ -3,7 +3,7 @@ import type net from 'node:net';
 import type { Logger } from 'pino';
 import type { LoadedConfig } from '../policy/config-load.js';
 import type { Editor } from '../policy/grant-limits.js';
-import { parameterStatus } from '../wire/backend.js';
+import { parameterStatus } from '../wire/backend-encode.js';
 
 /** The virtual database a client names to reach the admin console (as PgBouncer's `pgbouncer`). */
 export const CONSOLE_DATABASE = 'pgwarden';

@@ -10,7 +10,7 @@ import {
 } from '../policy/connection-roles.js';
 import type { Principal } from '../policy/principals.js';
 import { isWorkspaceAdmin } from '../policy/resolve-roles.js';
-import { readyForQuery } from '../wire/backend.js';
+import { readyForQuery } from '../wire/backend-encode.js';
 import { type ClientError, fatal } from './client-error.js';
 import { CONSOLE_DATABASE, type ConsoleHandler, consoleParameters } from './console-port.js';
 

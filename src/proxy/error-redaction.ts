@@ -1,5 +1,5 @@
 // Redacts upstream ErrorResponses of statements that touch a table with a column hidden from the caller.
-import type { ErrorFields } from '../wire/backend.js';
+import type { ErrorFields } from '../wire/error-fields.js';
 
 /**
  * Condition names of class 22 (data_exception), from PostgreSQL 15's src/backend/utils/errcodes.txt.

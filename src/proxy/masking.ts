@@ -1,12 +1,7 @@
 // Masking on the wire: RowDescription types a masked column as text, DataRow carries `*****` there.
 import type { ColumnOrigin } from '../sql/analysis-types.js';
-import {
-  dataRow,
-  decodeDataRow,
-  decodeRowDescription,
-  type FieldDescription,
-  rowDescription,
-} from '../wire/backend.js';
+import { decodeDataRow, decodeRowDescription, type FieldDescription } from '../wire/backend.js';
+import { dataRow, rowDescription } from '../wire/backend-encode.js';
 
 /** The text every masked cell becomes, NULL included, so nullness does not show (DESIGN.md "Masking"). */
 export const MASK = Buffer.from('*****', 'utf8');

@@ -8,8 +8,8 @@ import type { Refusal } from '../policy/decision-types.js';
 import { type RewrittenSql, sentUtf8 } from '../rewrite/rewrite-sql.js';
 import type { StatementAnalysis } from '../sql/analysis-types.js';
 import type { AnalysisCache } from '../sql/analyze.js';
-import { type ErrorFields, errorResponse } from '../wire/backend.js';
 import { EXTENDED_QUERY_MESSAGES, FrontendCode } from '../wire/codes.js';
+import { type ErrorFields, errorResponse } from '../wire/error-fields.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
 import { bind as encodeBind, query as encodeQuery } from '../wire/frontend-encode.js';
 import {

@@ -10,8 +10,9 @@ import {
   readBaseOf,
 } from '../catalog/read-catalog.js';
 import type { Catalog } from '../catalog/types.js';
-import { decodeDataRow, decodeErrorResponse, decodeRowDescription } from '../wire/backend.js';
+import { decodeDataRow, decodeRowDescription } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
+import { decodeErrorResponse } from '../wire/error-fields.js';
 import type { Frame } from '../wire/framer.js';
 import { query as encodeQuery } from '../wire/frontend-encode.js';
 import { RelayCore } from './relay-core.js';

@@ -1,5 +1,5 @@
 // Result replies: RowDescription checked against the predicted origins and masked, DataRow masked, CommandComplete's effects applied.
-import { errorResponse } from '../wire/backend.js';
+import { errorResponse } from '../wire/error-fields.js';
 import type { Frame } from '../wire/framer.js';
 import { sliceCodePoints } from './code-points.js';
 import { hiddenOriginColumn, maskDataRow, maskRowDescription, originMismatch } from './masking.js';

@@ -1,13 +1,8 @@
 // Upstream replies to the client: matched to the queue of expected replies, ReadyForQuery tracked, errors redacted.
 import { seesEverything } from '../policy/hidden-columns.js';
-import {
-  decodeErrorResponse,
-  decodeParameterStatus,
-  decodeReadyForQuery,
-  errorResponse,
-  noticeResponse,
-} from '../wire/backend.js';
+import { decodeParameterStatus, decodeReadyForQuery } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
+import { decodeErrorResponse, errorResponse, noticeResponse } from '../wire/error-fields.js';
 import type { Frame, MessageFramer } from '../wire/framer.js';
 import {
   raisedByCode,

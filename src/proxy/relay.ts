@@ -1,7 +1,7 @@
 // The relay after start-up: every client message decided before it is sent, every reply checked and masked.
 
-import { errorResponse } from '../wire/backend.js';
 import { FrontendCode } from '../wire/codes.js';
+import { errorResponse } from '../wire/error-fields.js';
 import type { Frame } from '../wire/framer.js';
 import { decodeEmpty } from '../wire/frontend.js';
 import { sync } from '../wire/frontend-encode.js';

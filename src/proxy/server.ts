@@ -14,7 +14,7 @@ import { staleRefusal } from '../policy/policy-lag.js';
 import { RewriteCache } from '../rewrite/rewrite-cache.js';
 import { ManagedRoles } from '../roles/managed-roles.js';
 import { createAnalysisCache } from '../sql/analyze.js';
-import type { ErrorFields } from '../wire/backend.js';
+import type { ErrorFields } from '../wire/error-fields.js';
 import { AuditLog } from './audit.js';
 import { CancelRegistry } from './cancel-registry.js';
 import { type CancelOutcome, routeCancel } from './cancel-routing.js';

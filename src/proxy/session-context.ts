@@ -8,7 +8,7 @@ import type { WallSwitches } from '../policy/wall-switches.js';
 import type { RewriteCache } from '../rewrite/rewrite-cache.js';
 import type { ManagedRoles } from '../roles/managed-roles.js';
 import type { AnalysisCache } from '../sql/analyze.js';
-import type { ErrorFields } from '../wire/backend.js';
+import type { ErrorFields } from '../wire/error-fields.js';
 import type { AuditLog } from './audit.js';
 import type { CancelRegistry } from './cancel-registry.js';
 import type { CancelOutcome } from './cancel-routing.js';

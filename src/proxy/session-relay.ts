@@ -2,7 +2,7 @@
 import type net from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../policy/config-schema.js';
-import type { ErrorFields } from '../wire/backend.js';
+import type { ErrorFields } from '../wire/error-fields.js';
 import type { SqlPrepared } from './gate-session.js';
 import { Relay } from './relay.js';
 import { RetainedStatements, retainedCost } from './retained-statements.js';

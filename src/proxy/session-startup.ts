@@ -11,11 +11,11 @@ import {
   authenticationSASL,
   authenticationSASLContinue,
   authenticationSASLFinal,
-  type ErrorFields,
   negotiateProtocolVersion,
   sslRefused,
-} from '../wire/backend.js';
+} from '../wire/backend-encode.js';
 import { FrontendCode } from '../wire/codes.js';
+import type { ErrorFields } from '../wire/error-fields.js';
 import { MessageFramer } from '../wire/framer.js';
 import { decodeSASLInitialResponse, decodeSASLResponse, decodeStartupPacket } from '../wire/frontend.js';
 import { ProtocolError } from '../wire/protocol-error.js';

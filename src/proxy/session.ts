@@ -13,7 +13,8 @@ import {
 } from '../policy/connection-roles.js';
 import type { Principal } from '../policy/principals.js';
 import type { SetLogin } from '../roles/managed-roles.js';
-import { backendKeyData, errorResponse, readyForQuery } from '../wire/backend.js';
+import { backendKeyData, readyForQuery } from '../wire/backend-encode.js';
+import { errorResponse } from '../wire/error-fields.js';
 import { ClientError, fatal, startupFailureFields } from './client-error.js';
 import {
   type ClientInfo,

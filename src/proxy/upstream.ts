@@ -6,14 +6,9 @@ import pg from 'pg';
 import { serialize } from 'pg-protocol';
 import { ScramClientExchange } from '../auth/scram-client.js';
 import type { UpstreamTls } from '../catalog/upstream-tls.js';
-import {
-  decodeAuthentication,
-  decodeBackendKeyData,
-  decodeErrorResponse,
-  decodeParameterStatus,
-  type ErrorFields,
-} from '../wire/backend.js';
+import { decodeAuthentication, decodeBackendKeyData, decodeParameterStatus } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
+import { decodeErrorResponse, type ErrorFields } from '../wire/error-fields.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
 import { sslRequest } from '../wire/frontend-encode.js';
 

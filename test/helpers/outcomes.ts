@@ -1,7 +1,8 @@
 // What a statement did through pgwarden, for the attack and enforcement suites: SQLSTATE or rows, cells, errors.
 import type pg from 'pg';
-import { decodeDataRow, decodeErrorResponse } from '../../src/wire/backend.js';
+import { decodeDataRow } from '../../src/wire/backend.js';
 import { BackendCode } from '../../src/wire/codes.js';
+import { decodeErrorResponse } from '../../src/wire/error-fields.js';
 import type { Frame } from '../../src/wire/framer.js';
 
 /** The SQLSTATE a statement fails with, or 'ok' with its rows. */

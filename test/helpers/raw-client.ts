@@ -1,13 +1,9 @@
 // A bare protocol-level client for tests that need exact control of the bytes sent to pgwarden.
 import net from 'node:net';
 import { ScramClientExchange } from '../../src/auth/scram-client.js';
-import {
-  decodeAuthentication,
-  decodeErrorResponse,
-  decodeReadyForQuery,
-  type ErrorFields,
-} from '../../src/wire/backend.js';
+import { decodeAuthentication, decodeReadyForQuery } from '../../src/wire/backend.js';
 import { BackendCode } from '../../src/wire/codes.js';
+import { decodeErrorResponse, type ErrorFields } from '../../src/wire/error-fields.js';
 import { type Frame, MessageFramer } from '../../src/wire/framer.js';
 import {
   passwordMessage,

@@ -2,8 +2,9 @@
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { decodeDataRow, decodeErrorResponse } from '../../src/wire/backend.js';
+import { decodeDataRow } from '../../src/wire/backend.js';
 import { BackendCode, FrontendCode } from '../../src/wire/codes.js';
+import { decodeErrorResponse } from '../../src/wire/error-fields.js';
 import * as fe from '../../src/wire/frontend-encode.js';
 import { startTestProxy, type TestProxy } from './proxy.js';
 import { RawClient } from './raw-client.js';

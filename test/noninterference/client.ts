@@ -3,14 +3,13 @@ import crypto from 'node:crypto';
 import {
   decodeCommandComplete,
   decodeDataRow,
-  decodeErrorResponse,
   decodeNotificationResponse,
   decodeParameterStatus,
   decodeReadyForQuery,
   decodeRowDescription,
-  type ErrorFields,
 } from '../../src/wire/backend.js';
 import { BackendCode } from '../../src/wire/codes.js';
+import { decodeErrorResponse, type ErrorFields } from '../../src/wire/error-fields.js';
 import { bind, copyFail, describe, execute, parse, query, sync } from '../../src/wire/frontend-encode.js';
 import { RawClient } from '../helpers/raw-client.js';
 

@@ -2,8 +2,8 @@
 import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { decodeErrorResponse } from '../../../src/wire/backend.js';
 import { BackendCode } from '../../../src/wire/codes.js';
+import { decodeErrorResponse } from '../../../src/wire/error-fields.js';
 import { MessageFramer } from '../../../src/wire/framer.js';
 import { demoConfigObject, startTestProxy, type TestProxy } from '../../helpers/proxy.js';
 

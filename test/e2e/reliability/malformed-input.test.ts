@@ -1,8 +1,9 @@
 // Malformed frontend messages get the ERROR Postgres gives (08P01, 22021) and the session goes on, compared with a direct connection (issue 16 item 4).
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DEMO_APP_PASSWORD } from '../../../src/embedded/demo.js';
-import { decodeErrorResponse, decodeReadyForQuery } from '../../../src/wire/backend.js';
+import { decodeReadyForQuery } from '../../../src/wire/backend.js';
 import { BackendCode } from '../../../src/wire/codes.js';
+import { decodeErrorResponse } from '../../../src/wire/error-fields.js';
 import * as fe from '../../../src/wire/frontend-encode.js';
 import { startTestProxy, type TestProxy } from '../../helpers/proxy.js';
 import { RawClient } from '../../helpers/raw-client.js';

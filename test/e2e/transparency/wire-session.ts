@@ -5,15 +5,14 @@ import {
   decodeAuthentication,
   decodeCommandComplete,
   decodeDataRow,
-  decodeErrorResponse,
   decodeNotificationResponse,
   decodeParameterDescription,
   decodeParameterStatus,
   decodeReadyForQuery,
   decodeRowDescription,
-  type ErrorFields,
 } from '../../../src/wire/backend.js';
 import { BackendCode } from '../../../src/wire/codes.js';
+import { decodeErrorResponse, type ErrorFields } from '../../../src/wire/error-fields.js';
 import type { Frame } from '../../../src/wire/framer.js';
 import {
   bind,

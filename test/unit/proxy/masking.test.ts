@@ -1,7 +1,8 @@
 // Masking on the wire: DataRow fields become ***** (NULL too), RowDescription types them as text.
 import { describe, expect, test } from 'vitest';
 import { MASK, maskDataRow, maskRowDescription } from '../../../src/proxy/masking.js';
-import { dataRow, decodeDataRow, decodeRowDescription, rowDescription } from '../../../src/wire/backend.js';
+import { decodeDataRow, decodeRowDescription } from '../../../src/wire/backend.js';
+import { dataRow, rowDescription } from '../../../src/wire/backend-encode.js';
 
 describe('masking', () => {
   test('masked fields, NULL included, become *****; the others keep their bytes', () => {

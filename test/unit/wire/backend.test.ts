@@ -1,8 +1,8 @@
 // Backend encoders/decoders: exact bytes, round trips, cross-check with pg-protocol's parser, malformed input.
 import { Parser } from 'pg-protocol/dist/parser.js';
 import { describe, expect, it } from 'vitest';
-import * as be from '../../../src/wire/backend.js';
 import { BackendCode } from '../../../src/wire/codes.js';
+import * as be from '../../../src/wire/index.js';
 import { expectProtocolError, hex, typedPayload as tp } from './helpers.js';
 
 /** Parses whole backend messages with pg-protocol (an independent implementation). */

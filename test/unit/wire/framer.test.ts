@@ -1,7 +1,7 @@
 // MessageFramer: identical frames at every split point, zero-copy slicing, startup modes, bad lengths.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import * as be from '../../../src/wire/backend.js';
+import * as be from '../../../src/wire/backend-encode.js';
 import { FrontendCode } from '../../../src/wire/codes.js';
 import { type Frame, MessageFramer } from '../../../src/wire/framer.js';
 import { decodeStartupPacket } from '../../../src/wire/frontend.js';

@@ -1,10 +1,10 @@
 // Property tests: random bytes only ever raise ProtocolError; random valid values survive encode → decode.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import * as be from '../../../src/wire/backend.js';
 import { MessageFramer } from '../../../src/wire/framer.js';
 import * as fd from '../../../src/wire/frontend.js';
 import * as fe from '../../../src/wire/frontend-encode.js';
+import * as be from '../../../src/wire/index.js';
 import { ProtocolError } from '../../../src/wire/protocol-error.js';
 import { onlyProtocolErrors, typedPayload as tp, untypedPayload as up } from './helpers.js';
 
