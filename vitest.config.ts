@@ -7,8 +7,10 @@ export default defineConfig({
     // Suites driving programs npm cannot install run under `npm run test:clients` (vitest.clients.config.ts).
     exclude: [...configDefaults.exclude, 'test/clients/**'],
     globalSetup: ['test/global-setup.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    // Generous: CI's npm test runs for ~10 minutes on 2 shared cores, and a test that starts child
+    // processes (each a Node start of seconds under load) must not fail for the machine's slowness.
+    testTimeout: 120_000,
+    hookTimeout: 240_000,
     pool: 'forks',
     fileParallelism: true,
     maxWorkers: 2,

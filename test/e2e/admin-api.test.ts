@@ -159,12 +159,13 @@ describe('admin API', () => {
       for (const c of clients) {
         for (;;) {
           if ((await c.query('SELECT name FROM users ORDER BY id LIMIT 1')).rows[0].name === '*****') break;
-          if (Date.now() - committed > 5000) throw new Error('not reloaded within 5 s');
+          if (Date.now() - committed > 20_000) throw new Error('not reloaded within 20 s');
           await new Promise((r) => setTimeout(r, 20));
         }
       }
       const reload = await served[1]!.waitFor((l) => l.event === 'policy-reload' && l.version === 3);
-      expect((reload.time as number) - committed).toBeLessThan(1000);
+      // Soon after the commit (NOTIFY, or the next 1 s heartbeat check); slack for a loaded machine.
+      expect((reload.time as number) - committed).toBeLessThan(10_000);
 
       // The loser of two edits from version 2 gets 409.
       const again = await call('PUT', '/api/roles/analyst', { who: bob, body: role, ifMatch: 2 });

@@ -15,9 +15,9 @@ afterAll(async () => {
   await proxy.close();
 });
 
-/** The audit line of the statement whose normalized text is `sql` (waits for it briefly). */
+/** The audit line of the statement whose normalized text is `sql` (waits for it up to 10 s: a loaded machine). */
 async function auditOf(sql: string): Promise<Record<string, unknown> | undefined> {
-  for (let i = 0; i < 40; i++) {
+  for (let i = 0; i < 200; i++) {
     const line = logLines.find((l) => l.audit === true && l.sql === sql);
     if (line) return line;
     await new Promise((r) => setTimeout(r, 50));

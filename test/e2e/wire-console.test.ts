@@ -138,10 +138,11 @@ describe('wire admin console', () => {
     const victim = await proxy.client('dba');
     const errors: { code?: string }[] = [];
     victim.on('error', (e) => errors.push(e as { code?: string }));
-    const running = victim.query('select pg_sleep(5)').catch((e: unknown) => e);
+    // Long enough that a loaded machine's KILL still finds it running (the KILL ends it at once).
+    const running = victim.query('select pg_sleep(60)').catch((e: unknown) => e);
     const dba = await consoleAs('dba');
     let id: string | undefined;
-    for (let i = 0; i < 100 && id === undefined; i++) {
+    for (let i = 0; i < 400 && id === undefined; i++) {
       const rows = (await dba.query('SHOW CLIENTS')).rows;
       id = rows.find((x) => x.database === 'demo' && x.state === 'active')?.id;
       if (id === undefined) await new Promise((r) => setTimeout(r, 50));

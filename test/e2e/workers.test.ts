@@ -10,6 +10,7 @@ import { keyOwner } from '../../src/proxy/cancel-key.js';
 import { cancelRequest } from '../../src/wire/frontend-encode.js';
 import { demoConfigObject } from '../helpers/proxy.js';
 import { type Served, serveProcess } from '../helpers/serve-process.js';
+import { untilRunningUpstream } from '../helpers/upstream-activity.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pgwarden-workers-'));
 let served: Served;
@@ -67,13 +68,15 @@ describe('serve --workers 2', () => {
         if (!byWorker.has(owner.worker)) byWorker.set(owner.worker, c);
       }
       expect([...byWorker.keys()].sort()).toEqual([0, 1]);
-      for (const c of byWorker.values()) {
+      for (const [worker, c] of byWorker) {
         const key = c as unknown as { processID: number; secretKey: number };
-        const running = c.query('SELECT pg_sleep(30)').then(
+        const sleep = `pg_sleep(30.0${worker}13)`;
+        const running = c.query(`SELECT ${sleep}`).then(
           () => undefined,
           (e: { code?: string }) => e,
         );
-        await new Promise((r) => setTimeout(r, 200));
+        // Cancel once the statement runs upstream (a cancel that arrives first cancels nothing).
+        await untilRunningUpstream(sleep);
         // Twice over fresh connections: the cluster deals connections round-robin, so one of the
         // two reaches the other worker (a second cancel of a canceled statement does nothing).
         const sent = performance.now();
@@ -83,7 +86,12 @@ describe('serve --workers 2', () => {
         console.log(`cancel across workers: ${(performance.now() - sent).toFixed(1)} ms`);
         expect(err).toMatchObject({ code: '57014' });
       }
-      const outcomes = served.lines.filter((l) => l.event === 'cancel-request').map((l) => l.outcome);
+      // One line per cancel request, logged in batches: wait for all four before reading them.
+      const cancels = () => served.lines.filter((l) => l.event === 'cancel-request');
+      const deadline = Date.now() + 20_000;
+      while (cancels().length < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      const outcomes = cancels().map((l) => l.outcome);
+      expect(outcomes).toHaveLength(4);
       expect(outcomes.every((o) => o === 'local' || o === 'worker')).toBe(true);
       expect(outcomes.filter((o) => o === 'worker').length).toBeGreaterThanOrEqual(1);
       expect(outcomes.filter((o) => o === 'local').length).toBeGreaterThanOrEqual(1);
@@ -140,13 +148,14 @@ describe('serve --workers 2', () => {
   }, 60_000);
 
   test('SIGHUP reaches every worker', async () => {
+    // Only the reloads after this SIGHUP count (the RELOAD test before logged two already).
+    const before = served.lines.filter((l) => l.event === 'reload').length;
     served.child.kill('SIGHUP');
+    const reloads = () => served.lines.filter((l) => l.event === 'reload').slice(before);
     for (;;) {
-      if (served.lines.filter((l) => l.event === 'reload').length >= 2) break;
+      if (reloads().length >= 2) break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    expect(new Set(served.lines.filter((l) => l.event === 'reload').map((l) => l.worker))).toEqual(
-      new Set([0, 1]),
-    );
+    expect(new Set(reloads().map((l) => l.worker))).toEqual(new Set([0, 1]));
   }, 60_000);
 });

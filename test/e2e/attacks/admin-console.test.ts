@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CONSOLE_CSP } from '../../../src/admin/console-assets.js';
 import { policyImport } from '../../../src/policy/policy-command.js';
 import { apiRequest } from '../../helpers/admin-instance.js';
+import { waitForFileText } from '../../helpers/audit-file.js';
 import {
   createStoreDatabase,
   storeInstanceConfig,
@@ -292,8 +293,12 @@ describe('admin console attacks', () => {
     expect((await call('GET', '/api/api-keys', dba)).text).not.toContain(second);
     // The key works as a Bearer caller (analyst holds no app-level action: 403, not 401).
     expect((await call('GET', '/api/roles', { bearer: second })).status).toBe(403);
-    await new Promise((r) => setTimeout(r, 200));
-    const audit = fs.readFileSync(auditFile, 'utf8');
+    // A marker written after every request above: once its line is in the file, so are theirs
+    // (one audit stream, written in order, in batches), and the absence of the tokens means something.
+    const id = (made.body.key as { id: string }).id;
+    expect((await call('POST', `/api/api-keys/${id}/revoke`, dba)).status).toBe(200);
+    const audit = await waitForFileText(auditFile, `revoke API key ${id}`);
+    expect(audit).toContain(`rotate API key ${id}`);
     expect(audit).not.toContain(token);
     expect(audit).not.toContain(second);
   });

@@ -291,7 +291,8 @@ describe('pgwarden mcp over stdio', () => {
       expect(r.status).toBe(2);
       expect(r.stderr.toString()).toContain('PGWARDEN_API_KEY');
     }
-  });
+    // Four child processes one after another: on a loaded machine each start takes seconds.
+  }, 240_000);
 });
 
 describe('pgwarden mcp over Streamable HTTP', () => {
@@ -346,7 +347,14 @@ describe('pgwarden mcp over Streamable HTTP', () => {
       expect(res.headers.get('www-authenticate')).toContain('Bearer');
     }
     await server.logs.waitFor((l) => l.event === 'mcp-auth-failed' && l.reason === 'missing');
-    await new Promise((r) => setTimeout(r, 200));
+    // A statement run after the refusals: once its line is logged, a probe's would be too (one log,
+    // written in order), so the probe's absence is not just a line not yet flushed.
+    const after = await callTool(analyst, 'execute_query', {
+      database: 'demo',
+      sql: 'SELECT 1 AS after_the_refusals',
+    });
+    expect(after.isError, after.text).toBeFalsy();
+    await server.logs.waitFor((l) => String(l.sql ?? '').includes('after_the_refusals'));
     expect(server.logs.lines.filter((l) => String(l.sql ?? '').includes('unauthorized_probe'))).toEqual([]);
   });
 

@@ -115,7 +115,9 @@ describe('catalog refresh during an upstream hiccup (issue 16)', () => {
       expect((await alice.query('SELECT name FROM orgs')).rows).toEqual([{ name: 'Acme' }]);
       const ms = performance.now() - t0;
       console.log(`statement during the hiccup after DDL: ${ms.toFixed(0)} ms`);
-      expect(ms).toBeLessThan(2000);
+      // Held for the catalog connection, it would wait out connect_timeout_ms (10 s): a bound well
+      // under that, with slack for a loaded machine.
+      expect(ms).toBeLessThan(6000);
       expect((await alice.query('SELECT k FROM made_in_hiccup')).rows).toEqual([]);
     } finally {
       relay.thaw();

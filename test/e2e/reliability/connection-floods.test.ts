@@ -95,7 +95,8 @@ describe('connections that never log in', () => {
     // authentication_timeout: the idle ones are closed after 1.5 s, with a FATAL.
     const started = Date.now();
     const bytes = await Promise.all(idle.map((i) => i.closed));
-    expect(Date.now() - started).toBeLessThan(3000);
+    // Without the timeout they would stay open for good; seconds of slack for a loaded machine.
+    expect(Date.now() - started).toBeLessThan(10_000);
     expect(firstError(bytes[0] as Buffer)).toEqual(
       expect.objectContaining({ code: '57014', message: 'canceling authentication due to timeout' }),
     );

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { demoConfigObject, startTestProxy } from '../../helpers/proxy.js';
 import { ownerClient } from '../../helpers/proxy-fixture.js';
+import { untilRunningUpstream } from '../../helpers/upstream-activity.js';
 
 const TABLE = 'shutdown_probe';
 let direct: pg.Client;
@@ -51,15 +52,23 @@ describe('shutdown with statements still running at the end of the grace period'
     const quick = await client(proxy.port);
     // An autocommit write that would commit at 8 s, long after the grace period.
     const autoRun = auto.c
-      .query(`INSERT INTO ${TABLE} SELECT 'auto' FROM pg_sleep(8)`)
+      .query(`INSERT INTO ${TABLE} SELECT 'auto' FROM pg_sleep(8.0808)`)
       .catch((e: unknown) => e);
     await inTx.c.query('BEGIN');
     await inTx.c.query(`INSERT INTO ${TABLE} VALUES ('in-tx')`);
-    const inTxRun = inTx.c.query('SELECT pg_sleep(8)').catch((e: unknown) => e);
+    const inTxRun = inTx.c.query('SELECT pg_sleep(8.0808)').catch((e: unknown) => e);
     await idleTx.c.query('BEGIN');
     await idleTx.c.query(`INSERT INTO ${TABLE} VALUES ('idle-tx')`);
-    const quickRun = quick.c.query(`INSERT INTO ${TABLE} SELECT 'quick' FROM pg_sleep(0.2)`);
-    await new Promise((r) => setTimeout(r, 150));
+    let quickDone = false;
+    const quickRun = quick.c
+      .query(`INSERT INTO ${TABLE} SELECT 'quick' FROM pg_sleep(0.2022)`)
+      .finally(() => {
+        quickDone = true;
+      });
+    // Shut down once the statements run upstream (one still on its way would leave its session idle);
+    // the quick one may have ended by then: it only has to have started.
+    await untilRunningUpstream('pg_sleep(8.0808)', 2);
+    await untilRunningUpstream('pg_sleep(0.2022)', 1, 20_000, () => quickDone);
     const started = Date.now();
     await proxy.server.close();
     const took = Date.now() - started;
@@ -86,12 +95,12 @@ describe('shutdown with statements still running at the end of the grace period'
       detail: 'The open transaction was rolled back.',
     });
     // Grace, then the cancel's answer: well before the statements would have ended (with slack for a loaded machine).
-    expect(took).toBeLessThan(6500);
+    expect(took).toBeLessThan(7500);
     await new Promise((r) => setTimeout(r, Math.max(0, 8500 - (Date.now() - started))));
     expect(await rows()).toEqual(['quick']);
     // No upstream backend of these sessions is left.
     const left = await direct.query(
-      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = 'pgwarden_app' AND query LIKE '%pg_sleep(8)%' AND pid <> pg_backend_pid()",
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = 'pgwarden_app' AND query LIKE '%pg_sleep(8.0808)%' AND pid <> pg_backend_pid()",
     );
     expect(left.rows[0].n).toBe(0);
   }, 30_000);
@@ -103,9 +112,9 @@ describe('shutdown with statements still running at the end of the grace period'
     const proxy = await startTestProxy(cfg);
     const auto = await client(proxy.port);
     const run = auto.c
-      .query(`INSERT INTO ${TABLE} SELECT 'killed' FROM pg_sleep(5)`)
+      .query(`INSERT INTO ${TABLE} SELECT 'killed' FROM pg_sleep(5.0505)`)
       .catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 150));
+    await untilRunningUpstream('pg_sleep(5.0505)');
     await proxy.server.close();
     // The cancel usually loses the race against a zero wait (the backend is terminated), but may win:
     // either way the FATAL says the statement had no effect, and it had none.
