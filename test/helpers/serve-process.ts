@@ -18,6 +18,7 @@ export interface Served {
   readonly raw: string[];
   readonly port: number;
   /** Resolves with the first line `pred` accepts; rejects after `ms` (default 15 s) with all lines. */
+  /** Resolves with the first collected line matching `pred`; throws after `ms` (default 60 s) naming the lines seen. */
   waitFor(pred: (l: Record<string, unknown>) => boolean, ms?: number): Promise<Record<string, unknown>>;
   exited: Promise<number | null>;
 }
@@ -82,7 +83,9 @@ export async function serveProcess(
     }
   });
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  const waitFor = async (pred: (l: Record<string, unknown>) => boolean, ms = 15_000) => {
+  // Every wait is for a line that must come; the bound only turns a missing line into a failure, so it
+  // is generous: on a machine loaded 20 times over an admin listener took more than 15 s to say so.
+  const waitFor = async (pred: (l: Record<string, unknown>) => boolean, ms = 60_000) => {
     const deadline = Date.now() + ms;
     for (;;) {
       const hit = lines.find(pred);
