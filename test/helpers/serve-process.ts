@@ -17,7 +17,6 @@ export interface Served {
   /** The same lines as written. */
   readonly raw: string[];
   readonly port: number;
-  /** Resolves with the first line `pred` accepts; rejects after `ms` (default 15 s) with all lines. */
   /** Resolves with the first collected line matching `pred`; throws after `ms` (default 60 s) naming the lines seen. */
   waitFor(pred: (l: Record<string, unknown>) => boolean, ms?: number): Promise<Record<string, unknown>>;
   exited: Promise<number | null>;
