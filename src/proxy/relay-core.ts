@@ -1,210 +1,21 @@
-// The relay's shared state and the steps every flow uses: sending upstream, refusing, deciding, auditing.
-import type net from 'node:net';
-import type { Logger } from 'pino';
-import type { ResultRows } from '../catalog/read-catalog.js';
+// The relay's shared state and the steps every flow uses: refusing, deciding, auditing, waiting for idle.
 import { decisionTime, statementRan, statementRefused } from '../ops/metrics.js';
-import type { Config } from '../policy/config-schema.js';
 import type { Refusal } from '../policy/decision-types.js';
-import { type RewrittenSql, sentUtf8 } from '../rewrite/rewrite-sql.js';
 import type { StatementAnalysis } from '../sql/analysis-types.js';
-import type { AnalysisCache } from '../sql/analyze.js';
-import { EXTENDED_QUERY_MESSAGES, FrontendCode } from '../wire/codes.js';
 import { type ErrorFields, errorResponse } from '../wire/error-fields.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
 import { bind as encodeBind, query as encodeQuery } from '../wire/frontend-encode.js';
-import {
-  type AuditFragment,
-  type AuditLog,
-  auditFragment,
-  auditKind,
-  rowsOfTag,
-  type SessionAudit,
-} from './audit.js';
+import { auditFragment, auditKind, rowsOfTag, type SessionAudit } from './audit.js';
 import { normalizeForAudit } from './audit-normalize.js';
 import { CatalogUnavailable } from './catalog-source.js';
-import { sliceCodePoints } from './code-points.js';
+import type { Expect, PortalEntry, PreparedEntry } from './expected-replies.js';
 import { GateMemo } from './gate-memo.js';
-import type { GateSession } from './gate-session.js';
-import type { MemoryBudget } from './memory-budget.js';
+import { planAudit } from './plan-audit.js';
+import type { RelayOptions } from './relay-options.js';
+import { UpstreamWriteRelay } from './relay-upstream-writes.js';
 import { type RetainedMap, RetainedStatements, retainedBytes, retainedCost } from './retained-statements.js';
 import { gate } from './statement-gate.js';
-import type { Decider, GateResult, StatementPlan } from './statement-plan.js';
-import type { UpstreamSession } from './upstream.js';
-
-/** A bound portal: the plan of its statement and the statement's text (for the audit). */
-export interface PortalEntry {
-  readonly plan: StatementPlan | null;
-  readonly sql: string;
-}
-
-/** A protocol-level prepared statement: its text and the plan decided for it, with what it was decided under. */
-export interface PreparedEntry {
-  readonly sql: string;
-  readonly plan: StatementPlan | null;
-  readonly pathVersion: number;
-  readonly catalogVersion: number;
-  /** The policy (Config value) it was decided under: a reload decides it again at Bind. */
-  readonly policy: Config;
-  /** The text prepared upstream (the rewritten one under mask at read). */
-  readonly sent: string;
-}
-
-/**
- * The normalized audit text of a statement, computed once per analysis: an analysis is shared by
- * every text that differs only in literals (the analysis cache's normalized key), and literals are
- * exactly what normalization removes.
- */
-const auditTexts = new WeakMap<object, string>();
-function auditText(statement: StatementPlan['statement'], sql: string): string {
-  let t = auditTexts.get(statement);
-  if (t === undefined) {
-    t = normalizeForAudit(sliceCodePoints(sql, statement.location, statement.length));
-    auditTexts.set(statement, t);
-  }
-  return t;
-}
-
-/** The audit fields of each plan's executions (kind, text, decision, masked columns), serialized once. */
-const planAudits = new WeakMap<StatementPlan, AuditFragment>();
-/**
- * The audit fragment of a statement that ran under `plan` (`sql`: the text it came in): columns
- * masked at read (the rewrite masks them upstream) count as masked.
- */
-function planAudit(plan: StatementPlan, sql: string): AuditFragment {
-  let f = planAudits.get(plan);
-  if (f === undefined) {
-    const mask = plan.maskedAtRead ?? plan.mask;
-    const masked =
-      mask.size > 0 ? [...mask].map((i) => plan.statement.resultColumns[i]?.name ?? String(i)) : undefined;
-    f = auditFragment({
-      kind: auditKind(plan.statement),
-      sql: auditText(plan.statement, sql),
-      decision: masked ? 'masked' : 'allowed',
-      ...(masked ? { masked } : {}),
-    });
-    planAudits.set(plan, f);
-  }
-  return f;
-}
-
-/**
- * Texts at least this long (UTF-16 code units) are not kept while their replies are awaited (see
- * {@link textToKeep}).
- */
-const KEPT_TEXT_MAX = 64 * 1024;
-
-/**
- * The text a reply entry keeps for the statements `plans` of `sql` until their CommandComplete:
- * `sql` itself when it is short or when a statement's effects read it (a PREPARE stores its text);
- * otherwise each statement's audit text is made now and '' is kept. A huge statement's text is
- * then not held while the upstream runs it: the memory budget is given back once its message has
- * been sent, and 24 sessions each held their 60 MB text meanwhile (issue 16 item 2).
- */
-export function textToKeep(sql: string, plans: readonly StatementPlan[]): string {
-  if (sql.length < KEPT_TEXT_MAX) return sql;
-  if (plans.some((p) => p.effects.some((e) => e.kind === 'prepare'))) return sql;
-  for (const p of plans) auditText(p.statement, sql);
-  return '';
-}
-
-/**
- * Puts one entry of a map (prepared statements, portals) back as it was when this was made: for a
- * message the upstream refused or skipped, whose effect on the name therefore never happened.
- */
-export class MapUndo {
-  private readonly had: boolean;
-  private readonly old: unknown;
-  constructor(
-    private readonly map: Map<string, unknown>,
-    private readonly key: string,
-  ) {
-    this.had = map.has(key);
-    this.old = map.get(key);
-  }
-
-  /** Restores the entry (or its absence). */
-  run(): void {
-    if (this.had) this.map.set(this.key, this.old);
-    else this.map.delete(this.key);
-  }
-}
-
-/** Replies the upstream owes us, in order (DESIGN.md "a queue of expected replies"). */
-export type Expect =
-  | {
-      readonly t: 'query';
-      readonly plans: readonly StatementPlan[];
-      index: number;
-      readonly sql: string;
-      readonly started: number;
-      /** When the Query went upstream (for the upstream duration); absent for a staged string's stages. */
-      readonly sent?: number;
-      /**
-       * A stage of a string pgwarden runs in its own transaction: its ReadyForQuery is handed
-       * here instead of to the client, unless this returns true.
-       */
-      readonly held?: (status: 'I' | 'T' | 'E') => boolean;
-    }
-  /** pgwarden's closing statement of a staged string: only its error and ReadyForQuery reach the client. */
-  | { readonly t: 'finish' }
-  | { readonly t: 'parse'; readonly entry: PreparedEntry; readonly undo: MapUndo }
-  | { readonly t: 'bind'; readonly undo: MapUndo }
-  | { readonly t: 'describe'; readonly plan: StatementPlan | null }
-  | {
-      readonly t: 'execute';
-      readonly plan: StatementPlan | null;
-      readonly sql: string;
-      readonly started: number;
-    }
-  | { readonly t: 'close'; readonly undo: MapUndo }
-  /** A Sync; `error` (ours, for a Sync sent with a payload) goes out before its ReadyForQuery. */
-  | { readonly t: 'sync'; readonly error?: Buffer }
-  /** pgwarden's own catalog read on this session: every reply is consumed here, none reaches the client. */
-  | {
-      readonly t: 'internal';
-      readonly results: ResultRows[];
-      fields: ((v: string) => unknown)[];
-      names: string[];
-      rows: Record<string, unknown>[];
-      failed: boolean;
-      readonly done: (r: ResultRows[] | null) => void;
-    }
-  /** A message we sent in place of a refused one, so the upstream's transaction fails as Postgres's would. */
-  | { readonly t: 'probe'; readonly error: Buffer; readonly untilReady: boolean };
-
-/** What the relay needs from its session. */
-export interface RelayOptions {
-  readonly client: net.Socket;
-  readonly upstream: UpstreamSession;
-  readonly log: Logger;
-  readonly audit: AuditLog;
-  readonly connId: number;
-  readonly identity: string;
-  /** The viewer the connection acts for (issue 8), when it names one. */
-  readonly viewer?: string;
-  /** The upstream login the session runs as (a set login under `roles: managed`), for the audit. */
-  readonly login?: string;
-  /**
-   * True when the upstream login is a set login (issue 17): its 42501 is the second wall's refusal,
-   * reported with pgwarden's message.
-   */
-  readonly secondWall?: boolean;
-  readonly gateSession: GateSession;
-  readonly cache: AnalysisCache;
-  readonly decide: Decider;
-  readonly invalidateCatalog: () => void;
-  readonly maxMessageBytes: number;
-  /** The proxy's budget for buffered large messages (issue 16 item 2); absent: nothing is counted. */
-  readonly memory?: MemoryBudget;
-  /**
-   * The session's prepared statements as the budget counts them (issue 16 item 2; its SQL-level
-   * ones are `gateSession.names.prepared`, made by it); absent: the protocol-level ones alone, by `memory`.
-   */
-  readonly retained?: RetainedStatements;
-  /** Ends the session with a FATAL (or quietly). */
-  readonly terminate: (fatal?: ErrorFields) => void;
-  readonly onTransactionStatus: (status: 'I' | 'T' | 'E') => void;
-}
+import type { GateResult, StatementPlan } from './statement-plan.js';
 
 /**
  * A statement name no client can send: Bind to it fails with 26000 at the upstream without side
@@ -237,12 +48,12 @@ function refusalFields(r: Refusal): ErrorFields {
 
 /**
  * The state one relay keeps (the queue of expected replies, prepared statements, portals, the
- * transaction status) and the steps the protocol's flows share: `send` upstream, refusals in
- * place of a message (a probe upstream, then our ErrorResponse), the gate, the audit. The flows
+ * transaction status) and the steps the protocol's flows share, on top of `send` upstream
+ * (UpstreamWriteRelay): refusals in place of a message (a probe upstream, then our ErrorResponse), the gate, the audit. The flows
  * build on it: in-band catalog reads, result replies, Simple Query, the extended protocol, the
  * upstream's replies, then `Relay` itself.
  */
-export abstract class RelayCore {
+export abstract class RelayCore extends UpstreamWriteRelay {
   protected readonly framer: MessageFramer;
   protected readonly expects: Expect[] = [];
   /** Protocol-level prepared statements, counted against the memory budget while kept (issue 16 item 2). */
@@ -258,13 +69,12 @@ export abstract class RelayCore {
   protected discarding = false;
   protected status: 'I' | 'T' | 'E' = 'I';
   protected batchOpen = false;
-  /** An extended-protocol message came since the last Sync: an implicit transaction may be open upstream. */
-  protected extendedOpen = false;
   protected closed = false;
   /** Allowed results of this session's gate, by text (the same statement again is not decided again). */
   private readonly memo = new GateMemo();
 
-  constructor(protected readonly o: RelayOptions) {
+  constructor(o: RelayOptions) {
+    super(o);
     this.retained = o.retained ?? new RetainedStatements(o.memory);
     this.statements = this.retained.map((e: PreparedEntry) => retainedCost(e.sql, e.sent));
     this.framer = new MessageFramer({ maxMessageBytes: o.maxMessageBytes, startup: false });
@@ -334,69 +144,6 @@ export abstract class RelayCore {
       await new Promise((r) => setTimeout(r, 10));
     }
     return !this.closed;
-  }
-
-  /**
-   * While set (the synchronous part of handling one client chunk), what is sent upstream and lies
-   * right after the previous message in the same chunk is only appended to `run`: messages
-   * forwarded as they came leave as one view of the client's bytes, one write (issue 18).
-   */
-  protected coalescing = false;
-  private run: Buffer | undefined;
-  private runEnd = 0;
-
-  protected send(bytes: Buffer): void {
-    // What went up decides whether an implicit extended-protocol transaction is open there.
-    const code = bytes[0] as number;
-    if (code === FrontendCode.Sync) this.extendedOpen = false;
-    else if (EXTENDED_QUERY_MESSAGES.has(code)) this.extendedOpen = true;
-    const run = this.run;
-    if (run && bytes.buffer === run.buffer && bytes.byteOffset === this.runEnd) {
-      this.runEnd += bytes.length;
-      return;
-    }
-    this.flushSent();
-    if (!this.coalescing) {
-      this.o.upstream.socket.write(bytes);
-      return;
-    }
-    this.run = bytes;
-    this.runEnd = bytes.byteOffset + bytes.length;
-  }
-
-  /**
-   * Sends a message that carries a rewritten text (mask at read): `encoded` is the message made
-   * with the text, or, for a text whose UTF-8 bytes the rewrite kept (rewrite-sql.ts sentUtf8),
-   * the message made with an empty text, which is sent around those bytes: a huge text is not
-   * copied once more into the message (issue 16 item 2). Output: nothing; the message went up.
-   */
-  protected sendWithText(sent: RewrittenSql, encode: (text: string) => Buffer): void {
-    const body = sentUtf8(sent);
-    if (!body) {
-      this.send(encode(sent.text));
-      return;
-    }
-    const empty = encode('');
-    // Where the (empty) text's NUL is: after the code and the length, and for a Parse its name's NUL.
-    const at = empty[0] === FrontendCode.Parse ? empty.indexOf(0, 5) + 1 : 5;
-    const head = Buffer.from(empty.subarray(0, at));
-    head.writeInt32BE(empty.length - 1 + body.length, 1);
-    this.send(head);
-    this.flushSent();
-    const up = this.o.upstream.socket;
-    up.write(body);
-    up.write(empty.subarray(at));
-  }
-
-  /** Writes what {@link send} holds back; call before `coalescing` is cleared or the socket is used directly. */
-  protected flushSent(): void {
-    const run = this.run;
-    if (!run) return;
-    this.run = undefined;
-    const length = this.runEnd - run.byteOffset;
-    this.o.upstream.socket.write(
-      length === run.length ? run : Buffer.from(run.buffer, run.byteOffset, length),
-    );
   }
 
   protected startBatch(): void {

@@ -13,15 +13,10 @@ import {
   decodeParse,
 } from '../wire/frontend.js';
 import { parse as encodeParse } from '../wire/frontend-encode.js';
+import { type Expect, MapUndo, type PortalEntry, type PreparedEntry } from './expected-replies.js';
 import { cursorPlan } from './gate-decision.js';
-import {
-  type Expect,
-  MapUndo,
-  type PortalEntry,
-  PROBE_STATEMENT,
-  type PreparedEntry,
-  textToKeep,
-} from './relay-core.js';
+import { textToKeep } from './plan-audit.js';
+import { PROBE_STATEMENT } from './relay-core.js';
 import { LONG_TEXT, SimpleQueryRelay } from './relay-simple-query.js';
 import type { GateResult, StatementPlan } from './statement-plan.js';
 

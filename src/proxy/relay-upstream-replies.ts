@@ -11,8 +11,8 @@ import {
   secondWallRefusal,
   unrewriteError,
 } from './error-redaction.js';
+import type { Expect, MapUndo } from './expected-replies.js';
 import { LARGE_MESSAGE_BYTES } from './memory-budget.js';
-import type { Expect, MapUndo } from './relay-core.js';
 import { ExtendedProtocolRelay } from './relay-extended-protocol.js';
 import type { StatementPlan } from './statement-plan.js';
 

@@ -12,7 +12,7 @@ import { UpstreamRepliesRelay } from './relay-upstream-replies.js';
 
 const EMPTY = Buffer.alloc(0);
 
-export type { RelayOptions } from './relay-core.js';
+export type { RelayOptions } from './relay-options.js';
 
 /**
  * Enforcement on the wire (DESIGN.md "On the wire", issue 5): Simple Query and the extended

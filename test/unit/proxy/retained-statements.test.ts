@@ -1,7 +1,7 @@
 // Prepared statements counted against the memory budget: admission within the session's share and the budget's, every map change counted, the session's end gives everything back.
 import { describe, expect, it } from 'vitest';
+import { MapUndo } from '../../../src/proxy/expected-replies.js';
 import { MemoryBudget, RETAINED_SHARE } from '../../../src/proxy/memory-budget.js';
-import { MapUndo } from '../../../src/proxy/relay-core.js';
 import {
   RETAINED_ENTRY_BYTES,
   RetainedStatements,

@@ -1,0 +1,87 @@
+// The queue of replies the upstream owes a relay, and the prepared-statement and portal entries they restore.
+import type { ResultRows } from '../catalog/read-catalog.js';
+import type { Config } from '../policy/config-schema.js';
+import type { StatementPlan } from './statement-plan.js';
+
+/** A bound portal: the plan of its statement and the statement's text (for the audit). */
+export interface PortalEntry {
+  readonly plan: StatementPlan | null;
+  readonly sql: string;
+}
+
+/** A protocol-level prepared statement: its text and the plan decided for it, with what it was decided under. */
+export interface PreparedEntry {
+  readonly sql: string;
+  readonly plan: StatementPlan | null;
+  readonly pathVersion: number;
+  readonly catalogVersion: number;
+  /** The policy (Config value) it was decided under: a reload decides it again at Bind. */
+  readonly policy: Config;
+  /** The text prepared upstream (the rewritten one under mask at read). */
+  readonly sent: string;
+}
+
+/**
+ * Puts one entry of a map (prepared statements, portals) back as it was when this was made: for a
+ * message the upstream refused or skipped, whose effect on the name therefore never happened.
+ */
+export class MapUndo {
+  private readonly had: boolean;
+  private readonly old: unknown;
+  constructor(
+    private readonly map: Map<string, unknown>,
+    private readonly key: string,
+  ) {
+    this.had = map.has(key);
+    this.old = map.get(key);
+  }
+
+  /** Restores the entry (or its absence). */
+  run(): void {
+    if (this.had) this.map.set(this.key, this.old);
+    else this.map.delete(this.key);
+  }
+}
+
+/** Replies the upstream owes us, in order (DESIGN.md "a queue of expected replies"). */
+export type Expect =
+  | {
+      readonly t: 'query';
+      readonly plans: readonly StatementPlan[];
+      index: number;
+      readonly sql: string;
+      readonly started: number;
+      /** When the Query went upstream (for the upstream duration); absent for a staged string's stages. */
+      readonly sent?: number;
+      /**
+       * A stage of a string pgwarden runs in its own transaction: its ReadyForQuery is handed
+       * here instead of to the client, unless this returns true.
+       */
+      readonly held?: (status: 'I' | 'T' | 'E') => boolean;
+    }
+  /** pgwarden's closing statement of a staged string: only its error and ReadyForQuery reach the client. */
+  | { readonly t: 'finish' }
+  | { readonly t: 'parse'; readonly entry: PreparedEntry; readonly undo: MapUndo }
+  | { readonly t: 'bind'; readonly undo: MapUndo }
+  | { readonly t: 'describe'; readonly plan: StatementPlan | null }
+  | {
+      readonly t: 'execute';
+      readonly plan: StatementPlan | null;
+      readonly sql: string;
+      readonly started: number;
+    }
+  | { readonly t: 'close'; readonly undo: MapUndo }
+  /** A Sync; `error` (ours, for a Sync sent with a payload) goes out before its ReadyForQuery. */
+  | { readonly t: 'sync'; readonly error?: Buffer }
+  /** pgwarden's own catalog read on this session: every reply is consumed here, none reaches the client. */
+  | {
+      readonly t: 'internal';
+      readonly results: ResultRows[];
+      fields: ((v: string) => unknown)[];
+      names: string[];
+      rows: Record<string, unknown>[];
+      failed: boolean;
+      readonly done: (r: ResultRows[] | null) => void;
+    }
+  /** A message we sent in place of a refused one, so the upstream's transaction fails as Postgres's would. */
+  | { readonly t: 'probe'; readonly error: Buffer; readonly untilReady: boolean };

@@ -1,0 +1,79 @@
+// The relay's writes upstream: forwarded messages coalesced into one write, texts sent around kept bytes.
+import { type RewrittenSql, sentUtf8 } from '../rewrite/rewrite-sql.js';
+import { EXTENDED_QUERY_MESSAGES, FrontendCode } from '../wire/codes.js';
+import type { RelayOptions } from './relay-options.js';
+
+/**
+ * The root of the relay's flows: every message pgwarden sends upstream goes through `send` (or
+ * `sendWithText`), which tracks whether an implicit extended-protocol transaction is open there
+ * and, while `coalescing`, joins messages forwarded as they came into one write. RelayCore builds on it.
+ */
+export abstract class UpstreamWriteRelay {
+  /** An extended-protocol message came since the last Sync: an implicit transaction may be open upstream. */
+  protected extendedOpen = false;
+
+  constructor(protected readonly o: RelayOptions) {}
+
+  /**
+   * While set (the synchronous part of handling one client chunk), what is sent upstream and lies
+   * right after the previous message in the same chunk is only appended to `run`: messages
+   * forwarded as they came leave as one view of the client's bytes, one write (issue 18).
+   */
+  protected coalescing = false;
+  private run: Buffer | undefined;
+  private runEnd = 0;
+
+  protected send(bytes: Buffer): void {
+    // What went up decides whether an implicit extended-protocol transaction is open there.
+    const code = bytes[0] as number;
+    if (code === FrontendCode.Sync) this.extendedOpen = false;
+    else if (EXTENDED_QUERY_MESSAGES.has(code)) this.extendedOpen = true;
+    const run = this.run;
+    if (run && bytes.buffer === run.buffer && bytes.byteOffset === this.runEnd) {
+      this.runEnd += bytes.length;
+      return;
+    }
+    this.flushSent();
+    if (!this.coalescing) {
+      this.o.upstream.socket.write(bytes);
+      return;
+    }
+    this.run = bytes;
+    this.runEnd = bytes.byteOffset + bytes.length;
+  }
+
+  /**
+   * Sends a message that carries a rewritten text (mask at read): `encoded` is the message made
+   * with the text, or, for a text whose UTF-8 bytes the rewrite kept (rewrite-sql.ts sentUtf8),
+   * the message made with an empty text, which is sent around those bytes: a huge text is not
+   * copied once more into the message (issue 16 item 2). Output: nothing; the message went up.
+   */
+  protected sendWithText(sent: RewrittenSql, encode: (text: string) => Buffer): void {
+    const body = sentUtf8(sent);
+    if (!body) {
+      this.send(encode(sent.text));
+      return;
+    }
+    const empty = encode('');
+    // Where the (empty) text's NUL is: after the code and the length, and for a Parse its name's NUL.
+    const at = empty[0] === FrontendCode.Parse ? empty.indexOf(0, 5) + 1 : 5;
+    const head = Buffer.from(empty.subarray(0, at));
+    head.writeInt32BE(empty.length - 1 + body.length, 1);
+    this.send(head);
+    this.flushSent();
+    const up = this.o.upstream.socket;
+    up.write(body);
+    up.write(empty.subarray(at));
+  }
+
+  /** Writes what {@link send} holds back; call before `coalescing` is cleared or the socket is used directly. */
+  protected flushSent(): void {
+    const run = this.run;
+    if (!run) return;
+    this.run = undefined;
+    const length = this.runEnd - run.byteOffset;
+    this.o.upstream.socket.write(
+      length === run.length ? run : Buffer.from(run.buffer, run.byteOffset, length),
+    );
+  }
+}
