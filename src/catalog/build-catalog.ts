@@ -88,6 +88,7 @@ interface ConstraintRow {
   ref_cols: string[] | null;
   validated: boolean | null;
   events: WriteEvent[] | null;
+  reads: [string, string][] | null;
 }
 interface UserTypeRow {
   oid: number;
@@ -194,6 +195,9 @@ function buildRelation(
           columns: Object.freeze(names),
           ...(c.validated === false ? { validated: false as const } : {}),
           ...(c.events ? { events: Object.freeze([...c.events]) } : {}),
+          ...(c.reads
+            ? { reads: Object.freeze(c.reads.map(([sc, t]) => Object.freeze([sc, t] as const))) }
+            : {}),
           ...(c.kind === 'foreign' && c.ref_schema && c.ref_table
             ? {
                 references: Object.freeze({

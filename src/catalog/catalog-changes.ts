@@ -13,7 +13,7 @@ export const FIRST_NORMAL_OID = 16384;
 export interface ReadBase {
   /** pg_current_snapshot() of the earlier read, e.g. `775:780:776,778`. */
   readonly snapshot: string;
-  /** OID and count of each user relation's constraints then (unique/exclusion indexes, CHECK, FOREIGN KEY, user triggers, UPDATE/DELETE policies: all but partition keys). */
+  /** OID and count of each user relation's constraints then (unique/exclusion indexes, CHECK, FOREIGN KEY, user triggers, UPDATE/DELETE policies, rules on writes: all but partition keys). */
   readonly relationConstraints: readonly (readonly [oid: number, count: number])[];
   /** Views whose definition the earlier read could not take (a lock): read again. */
   readonly pending: readonly number[];
@@ -114,8 +114,8 @@ export const LOCKED = `lk AS (
 /**
  * The relations to read again (CTE `rr`) after the earlier read `base`: those with a pg_class,
  * pg_attribute, pg_attrdef, pg_index, pg_constraint, pg_rewrite, pg_trigger or pg_policy row
- * written since, with a column of a type changed since, whose count of constraints, user triggers
- * and UPDATE/DELETE policies changed (a DROP leaves no row behind), views
+ * written since, with a column of a type changed since, whose count of constraints, user triggers,
+ * UPDATE/DELETE policies and rules on writes changed (a DROP leaves no row behind), views
  * reading a function or type changed since (their printed definition names it), views left
  * pending; then, transitively, views reading one of those and tables with a foreign key to one
  * (their printed definition and referenced names change with a rename).
@@ -149,7 +149,9 @@ chg(oid) AS (
                 WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' GROUP BY 1) nt ON nt.oid = p.oid
     LEFT JOIN (SELECT y.polrelid AS oid, count(*) AS n FROM pg_policy y JOIN pg_class yc ON yc.oid = y.polrelid
                 WHERE yc.relrowsecurity AND y.polcmd IN ('w', 'd', '*') GROUP BY 1) np ON np.oid = p.oid
-   WHERE p.n <> coalesce(ni.n, 0) + coalesce(nk.n, 0) + coalesce(nt.n, 0) + coalesce(np.n, 0)
+    LEFT JOIN (SELECT w.ev_class AS oid, count(*) AS n FROM pg_rewrite w
+                WHERE w.ev_type IN ('2', '3', '4') AND w.ev_enabled <> 'D' GROUP BY 1) nw ON nw.oid = p.oid
+   WHERE p.n <> coalesce(ni.n, 0) + coalesce(nk.n, 0) + coalesce(nt.n, 0) + coalesce(np.n, 0) + coalesce(nw.n, 0)
   UNION SELECT unnest(${v.pending})
 ), dep(src, dst) AS (
   SELECT d.refobjid, r.ev_class FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass

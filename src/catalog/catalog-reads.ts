@@ -122,7 +122,7 @@ SELECT a.attrelid AS rel, a.attname, a.attnum, a.atttypid, format_type(a.atttypi
          SELECT m[1]::int FROM regexp_matches(concat(i.indexprs::text, ' ', i.indpred::text), ':varattno (\\d+)', 'g') AS m
        ) x WHERE a >= 0) AS atts,
        NULL::text AS ref_schema, NULL::text AS ref_table, NULL::text[] AS ref_cols,
-       true AS validated, NULL::text[] AS events
+       true AS validated, NULL::text[] AS events, NULL::json AS reads
   FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
  WHERE (i.indisunique OR i.indisexclusion) AND ${inScope('i.indrelid')}
 UNION ALL
@@ -130,7 +130,7 @@ SELECT c.conrelid, CASE c.contype WHEN 'c' THEN 'check' ELSE 'foreign' END, c.co
        rn.nspname::text, rc.relname::text,
        ARRAY(SELECT ra.attname::text FROM unnest(c.confkey) WITH ORDINALITY AS k(attnum, ord)
                JOIN pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = k.attnum ORDER BY k.ord),
-       c.convalidated, NULL
+       c.convalidated, NULL, NULL
   FROM pg_constraint c
   LEFT JOIN pg_class rc ON rc.oid = c.confrelid LEFT JOIN pg_namespace rn ON rn.oid = rc.relnamespace
  WHERE c.contype IN ('c', 'f') AND c.conrelid <> 0 AND ${inScope('c.conrelid')}
@@ -144,7 +144,7 @@ SELECT c.oid, 'partition', pc.relname::text,
                 AND (pa.attnum = ANY (pt.partattrs::int2[])
                      OR pa.attnum::text IN (SELECT m[1] FROM regexp_matches(coalesce(pt.partexprs::text, ''), ':varattno (\\d+)', 'g') AS m)))
          || CASE WHEN coalesce(pt.partexprs::text, '') LIKE '%:varattno 0 %' THEN '{0}'::int[] ELSE '{}' END,
-       NULL, NULL, NULL, true, NULL
+       NULL, NULL, NULL, true, NULL, NULL
   FROM pg_class c, pg_partition_ancestors(c.oid) AS a(relid)
   JOIN pg_partitioned_table pt ON pt.partrelid = a.relid JOIN pg_class pc ON pc.oid = pt.partrelid
  WHERE (c.relkind = 'p' OR c.relispartition) AND ${inScope('c.oid')}
@@ -153,7 +153,7 @@ UNION ALL
 SELECT t.tgrelid, 'trigger', t.tgname::text, '{0}'::int[], NULL, NULL, NULL, true,
        array_remove(ARRAY[CASE WHEN t.tgtype::int & 4 <> 0 THEN 'INSERT' END,
                           CASE WHEN t.tgtype::int & 16 <> 0 THEN 'UPDATE' END,
-                          CASE WHEN t.tgtype::int & 8 <> 0 THEN 'DELETE' END], NULL)
+                          CASE WHEN t.tgtype::int & 8 <> 0 THEN 'DELETE' END], NULL), NULL
   FROM pg_trigger t
  WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND ${inScope('t.tgrelid')}
 UNION ALL
@@ -163,9 +163,21 @@ SELECT p.polrelid, 'policy', p.polname::text,
        ARRAY(SELECT DISTINCT m[1]::int FROM regexp_matches(concat(p.polqual::text, ' ', p.polwithcheck::text), ':varattno (\\d+)', 'g') AS m)
          || CASE WHEN concat(p.polqual::text, ' ', p.polwithcheck::text) LIKE '%{SUBLINK%' THEN '{0}'::int[] ELSE '{}' END,
        NULL, NULL, NULL, true,
-       CASE p.polcmd WHEN 'w' THEN '{UPDATE}'::text[] WHEN 'd' THEN '{DELETE}' ELSE '{UPDATE,DELETE}' END
+       CASE p.polcmd WHEN 'w' THEN '{UPDATE}'::text[] WHEN 'd' THEN '{DELETE}' ELSE '{UPDATE,DELETE}' END, NULL
   FROM pg_policy p JOIN pg_class pc ON pc.oid = p.polrelid
- WHERE pc.relrowsecurity AND p.polcmd IN ('w', 'd', '*') AND ${inScope('p.polrelid')}`,
+ WHERE pc.relrowsecurity AND p.polcmd IN ('w', 'd', '*') AND ${inScope('p.polrelid')}
+UNION ALL
+-- Enabled rules on writes (CREATE RULE … ON INSERT/UPDATE/DELETE): the rewriter puts their
+-- condition and actions, over OLD and NEW (attnum 0: every column), into the caller's statement,
+-- run with the rule owner's privileges; \`reads\`: the other relations they name (pg_depend).
+SELECT r.ev_class, 'rule', r.rulename::text, '{0}'::int[], NULL, NULL, NULL, true,
+       ARRAY[CASE r.ev_type WHEN '2' THEN 'UPDATE' WHEN '3' THEN 'INSERT' ELSE 'DELETE' END],
+       (SELECT json_agg(DISTINCT jsonb_build_array(dn.nspname::text, dc.relname::text))
+          FROM pg_depend d JOIN pg_class dc ON dc.oid = d.refobjid JOIN pg_namespace dn ON dn.oid = dc.relnamespace
+         WHERE d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass
+           AND d.refobjid <> r.ev_class)
+  FROM pg_rewrite r
+ WHERE r.ev_type IN ('2', '3', '4') AND r.ev_enabled <> 'D' AND ${inScope('r.ev_class')}`,
     `WITH RECURSIVE tt AS (
   SELECT t.oid, t.typname, t.typcategory, t.typelem, t.typtype, t.typbasetype, t.typrelid, n.nspname
     FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace

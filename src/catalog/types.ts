@@ -39,7 +39,7 @@ export type WriteEvent = 'INSERT' | 'UPDATE' | 'DELETE';
  * "Writes as reads").
  */
 export interface CatalogConstraint {
-  readonly kind: 'unique' | 'exclusion' | 'check' | 'foreign' | 'partition' | 'trigger' | 'policy';
+  readonly kind: 'unique' | 'exclusion' | 'check' | 'foreign' | 'partition' | 'trigger' | 'policy' | 'rule';
   readonly name: string;
   readonly columns: readonly string[];
   /**
@@ -47,8 +47,14 @@ export interface CatalogConstraint {
    * fail it, and every UPDATE of such a row does. Absent: validated.
    */
   readonly validated?: false;
-  /** For a trigger or a policy: the writes it runs on. */
+  /** For a trigger, a policy or a rule: the writes it runs on. */
   readonly events?: readonly WriteEvent[];
+  /**
+   * For a rule (pg_rewrite, CREATE RULE … ON INSERT/UPDATE/DELETE): the other relations its
+   * condition and actions name (pg_depend), as [schema, table]; the rewriter runs them with the
+   * rule owner's privileges, so PostgreSQL's own (wall 3) do not stop them reading a hidden column.
+   */
+  readonly reads?: readonly (readonly [schema: string, table: string])[];
   /** For a foreign key: the referenced relation and its key columns, in order. */
   readonly references?: {
     readonly schema: string;

@@ -6,7 +6,7 @@ import type { DecideContext } from './decide-context.js';
 import type { Refusal, RequirementVerdict } from './decision-types.js';
 import type { ColumnVisibility, HiddenColumns } from './hidden-columns.js';
 import { deniedDetail, fullName, position, rolesSentence, shortName } from './refusal-messages.js';
-import { rowCheckMessage, rowCheckOracles } from './row-checks.js';
+import { generatedOracles, rowCheckMessage, rowCheckOracles } from './row-checks.js';
 
 /**
  * A refusal found while deciding one statement, with the offset it points at for ordering: the
@@ -207,20 +207,33 @@ export function checkUses(
   }
 
   // Triggers, policies and NOT VALID CHECKs run over every row a write changes (row-checks.ts).
-  for (const o of rowCheckOracles(s, ctx.catalog, (sc, t, c) => hidden.column(sc, t, c).hidden)) {
-    const vis = see(o.relation.schema, o.relation.name, o.column);
+  const isHidden = (sc: string, t: string, c: string) => hidden.column(sc, t, c).hidden;
+  for (const o of rowCheckOracles(s, ctx.catalog, isHidden)) {
+    const { schema, table } = o.columnOf;
+    const vis = see(schema, table, o.column);
     const pos = position(o.location);
     pending.push({
       at: o.location ?? s.location,
       refusal: {
         sqlstate: '42501',
         message: rowCheckMessage(o),
-        detail: hiddenDetail(ctx, roles, o.relation.schema, o.relation.name, o.column, vis, hidden),
+        detail: hiddenDetail(ctx, roles, schema, table, o.column, vis, hidden),
         ...(pos !== undefined ? { position: pos } : {}),
         ...(vis.see.rule?.effect === 'deny' ? { rule: vis.see.rule } : {}),
-        column: `${o.relation.schema}.${o.relation.name}.${o.column}`,
+        column: `${schema}.${table}.${o.column}`,
       },
     });
+  }
+  // A generated column computed again over a hidden input when another input is updated.
+  for (const o of generatedOracles(s, ctx.catalog, isHidden, updatesRows)) {
+    const vis = see(o.relation.schema, o.relation.name, o.column);
+    refuse(
+      o.use,
+      `column ${shortName(o.use.schema, o.use.table, o.use.column)} cannot be updated: the generated column ${o.generated} of ${shortName(o.relation.schema, o.relation.name)} is computed again from it and from ${o.column}, which is hidden from you, so the update's success would tell something about its values`,
+      hiddenDetail(ctx, roles, o.relation.schema, o.relation.name, o.column, vis, hidden),
+      undefined,
+      vis,
+    );
   }
 
   for (const use of s.uses) {

@@ -129,6 +129,12 @@ describe('incremental catalog reads', () => {
     await step('ALTER FUNCTION app.g() RENAME TO h');
     expect(catalog.relations.get('app.vg')?.viewDefinition).toContain('app.h()');
     await step('CREATE TABLE app.gen (a int, b int GENERATED ALWAYS AS (a * 2) STORED)');
+    await step('CREATE RULE r AS ON UPDATE TO app.gen WHERE old.a > 1 DO INSTEAD NOTHING');
+    expect(catalog.relations.get('app.gen')?.constraints?.map((c) => c.kind)).toEqual(['rule']);
+    await step('ALTER TABLE app.gen DISABLE RULE r');
+    await step('ALTER TABLE app.gen ENABLE RULE r');
+    await step('DROP RULE r ON app.gen');
+    expect(catalog.relations.get('app.gen')?.constraints).toEqual([]);
     await step('DROP TABLE app.t');
     expect(catalog.relations.has('app.t')).toBe(false);
     await step('ALTER SCHEMA app RENAME TO app2');

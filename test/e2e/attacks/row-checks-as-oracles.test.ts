@@ -1,4 +1,4 @@
-// Writes whose success or row count the server decides over a hidden column of every row they change: user triggers, RLS policies, NOT VALID CHECKs, partition keys.
+// Writes whose success or row count the server decides over a hidden column of every row they change: user triggers, RLS policies, rules, NOT VALID CHECKs, partition keys, generated columns.
 import { describe, expect, test } from 'vitest';
 import { inRollback } from '../../helpers/outcomes.js';
 import { useProxyFixture } from '../../helpers/proxy-fixture.js';
@@ -34,6 +34,17 @@ const fx = useProxyFixture({
     create table atk_rowchk.pt (id int, k int, ssn int) partition by range (k, ssn);
     create table atk_rowchk.pt1 partition of atk_rowchk.pt for values from (0, 0) to (10, 500);
     insert into atk_rowchk.pt values (1, 5, 100), (2, 5, 600);
+    create table atk_rowchk.gen (id int primary key, name text, ssn int, other int,
+                                 g int generated always as (length(name) / ssn) stored);
+    insert into atk_rowchk.gen values (1, null, 0), (2, null, 5);
+    create table atk_rowchk.rul (id int primary key, name text, ssn text);
+    insert into atk_rowchk.rul values (1, 'a', '901'), (2, 'b', '802');
+    create rule r_upd as on update to atk_rowchk.rul where old.ssn like '9%' do instead nothing;
+    create table atk_rowchk.rul_ins (id int primary key, name text);
+    create rule r_ins as on insert to atk_rowchk.rul_ins
+      where exists (select 1 from atk_rowchk.nv n where n.ssn = new.name) do instead nothing;
+    create table atk_rowchk.rul2 (id int primary key, name text, ssn text);
+    insert into atk_rowchk.rul2 values (1, 'a', '901'), (2, 'b', '802');
   `,
   hidden: [
     { schema: 'atk_rowchk', table: 'nv', column: 'ssn' },
@@ -42,6 +53,9 @@ const fx = useProxyFixture({
     { schema: 'atk_rowchk', table: 'trg_ins', column: 'ssn' },
     { schema: 'atk_rowchk', table: 'rls', column: 'ssn' },
     { schema: 'atk_rowchk', table: 'pt', column: 'ssn' },
+    { schema: 'atk_rowchk', table: 'gen', column: 'ssn' },
+    { schema: 'atk_rowchk', table: 'rul', column: 'ssn' },
+    { schema: 'atk_rowchk', table: 'rul2', column: 'ssn' },
   ],
   teardown: 'drop schema if exists atk_rowchk cascade',
 });
@@ -126,6 +140,57 @@ describe('a write the server checks over a hidden column of every row it changes
       expect((await inRollback(fx.users.bob, "update atk_rowchk.nv2 set name = 'x' where id = 1")).code).toBe(
         '42501',
       );
+    } finally {
+      await dba.end();
+    }
+  });
+
+  test('a stored generated column computed again over the hidden column when another input is updated', async () => {
+    // Attack (all walls on): g = length(name) / ssn; updating name recomputes g over the stored
+    // ssn: 22012 for row 1 (ssn 0), success for row 2. Refused whichever row.
+    expect(await onBoth("update atk_rowchk.gen set name = 'xx' where id = $id")).toEqual(['42501', '42501']);
+    const r = await fx.users.bob.query("update atk_rowchk.gen set name = 'xx' where id = 1").catch((e) => e);
+    expect(r.message).toBe(
+      "column atk_rowchk.gen.name cannot be updated: the generated column g of atk_rowchk.gen is computed again from it and from ssn, which is hidden from you, so the update's success would tell something about its values",
+    );
+    // Writing the hidden input too gives Postgres only the caller's values; other columns recompute nothing.
+    expect(await onBoth("update atk_rowchk.gen set name = 'xx', ssn = 3 where id = $id")).toEqual([
+      'ok',
+      'ok',
+    ]);
+    expect(await onBoth('update atk_rowchk.gen set other = 1 where id = $id')).toEqual(['ok', 'ok']);
+  });
+
+  test('a rule on the write: its condition over the hidden column made the row count the answer', async () => {
+    // Attack: DO INSTEAD NOTHING WHERE old.ssn LIKE '9%' gave UPDATE 0 for row 1, UPDATE 1 for row 2.
+    expect(await onBoth("update atk_rowchk.rul set name = 'x' where id = $id")).toEqual(['42501', '42501']);
+    const r = await fx.users.bob.query("update atk_rowchk.rul set name = 'x' where id = 1").catch((e) => e);
+    expect(r.message).toBe(
+      "rows of atk_rowchk.rul cannot be updated: the rule r_upd adds its condition and actions to the update, and they may read ssn; ssn is hidden from you, so the update's success or row count would tell something about its values",
+    );
+    // An INSERT rule reading another table's hidden column (run with the rule owner's privileges).
+    const ins = await fx.users.bob.query("insert into atk_rowchk.rul_ins values (5, '901')").catch((e) => e);
+    expect(ins.code).toBe('42501');
+    expect(ins.message).toMatch(
+      /^rows of atk_rowchk.rul_ins cannot be inserted: the rule r_ins adds its condition and actions to the insert, and they may read atk_rowchk.nv.ssn;/,
+    );
+  });
+
+  test('a rule made, disabled and dropped through pgwarden is seen by the next statement', async () => {
+    const dba = await fx.proxy.client('dba');
+    try {
+      const upd = "update atk_rowchk.rul2 set name = 'x' where id = 1";
+      expect((await inRollback(fx.users.bob, upd)).code).toBe('ok');
+      await dba.query(
+        "create rule late as on update to atk_rowchk.rul2 where old.ssn like '9%' do instead nothing",
+      );
+      expect((await inRollback(fx.users.bob, upd)).code).toBe('42501');
+      await dba.query('alter table atk_rowchk.rul2 disable rule late');
+      expect((await inRollback(fx.users.bob, upd)).code).toBe('ok');
+      await dba.query('alter table atk_rowchk.rul2 enable rule late');
+      expect((await inRollback(fx.users.bob, upd)).code).toBe('42501');
+      await dba.query('drop rule late on atk_rowchk.rul2');
+      expect((await inRollback(fx.users.bob, upd)).code).toBe('ok');
     } finally {
       await dba.end();
     }
