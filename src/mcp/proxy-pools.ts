@@ -82,9 +82,10 @@ export class ProxyPools {
   constructor(private readonly opts: ProxyPoolsOptions) {}
 
   /**
-   * A connection for `identity` to `database`, reset with `DISCARD ALL`. The caller must
-   * `release()` it (or `release(true)` after an error, to drop a connection left in an unknown state).
-   * Rejects with the proxy's own error when the connection is refused (pg DatabaseError with `code`:
+   * A connection for `identity` to `database` in a fresh session's state: a new login, or a pooled
+   * connection that {@link giveBack} reset with `DISCARD ALL` before it went back to the pool. The
+   * caller hands it back with {@link giveBack} (or `release(true)` to drop a connection left in an
+   * unknown state). Rejects with the proxy's own error when the connection is refused (pg DatabaseError with `code`:
    * 28P01 bad token, 3D000 unknown database, 42501 a database no role mentions, 28000 no role), with
    * ToolFailure 53300 when no connection came free within `waitMs`, or with a connection error when
    * the listener is gone.
@@ -108,13 +109,24 @@ export class ProxyPools {
         );
       throw e;
     }
-    try {
-      await client.query('DISCARD ALL');
-    } catch (e) {
-      client.release(true);
-      throw e;
-    }
     return { client, entry };
+  }
+
+  /**
+   * Hands `client` back: `ROLLBACK` when `inTransaction` (an open or failed transaction: DISCARD ALL
+   * cannot run in one), then `DISCARD ALL`, and only then back to the pool, so nothing one call set
+   * (search_path, prepared statements, cursors, temporary tables, advisory locks) reaches the next
+   * checkout; a connection whose reset fails is dropped. The reset runs after the call has its
+   * answer (the connections pipeline, so it is written behind the call's last statement) and is off
+   * the call's latency. Never rejects.
+   */
+  giveBack(client: pg.PoolClient, inTransaction: boolean): Promise<void> {
+    const rollback = inTransaction ? client.query('ROLLBACK') : undefined;
+    const discard = client.query('DISCARD ALL');
+    return Promise.all([rollback, discard]).then(
+      () => client.release(),
+      () => client.release(true),
+    );
   }
 
   /**
@@ -168,6 +180,10 @@ export class ProxyPools {
       connectionTimeoutMillis: this.opts.waitMs ?? DEFAULT_WAIT_MS,
       ...(this.opts.statementTimeoutMs ? { statement_timeout: this.opts.statementTimeoutMs } : {}),
       types: TYPES,
+      // Statements are written without waiting for the one before (each with its own Sync, so an
+      // error ends only its own statement): a tool's BEGIN, DECLARE, FETCH and ROLLBACK, and the
+      // DISCARD ALL behind them, go out in one write (issue 18).
+      pipeline: true,
     });
     // An idle connection the proxy closes (shutdown, revoked key) must not crash the process.
     pool.on('error', (e) =>

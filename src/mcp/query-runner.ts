@@ -130,9 +130,10 @@ function toRows(command: string, fields: readonly pg.FieldDef[], kept: Kept): Ro
 }
 
 /**
- * Runs `work` on a connection for `identity` to `database` taken from `pools` (reset with DISCARD
- * ALL). After `work`, an open transaction is rolled back; a connection whose rollback fails is
- * dropped rather than pooled. When `signal` aborts while `work` runs (the MCP client cancelled the
+ * Runs `work` on a connection for `identity` to `database` taken from `pools` (in a fresh session's
+ * state: see ProxyPools.giveBack). After `work` the connection is handed back without waiting:
+ * after a failure its transaction is rolled back, then DISCARD ALL resets it before it is pooled
+ * again, and a connection whose reset fails is dropped. When `signal` aborts while `work` runs (the MCP client cancelled the
  * call, or its HTTP request went away), the running statement is canceled with a CancelRequest, so
  * nothing keeps running upstream for a caller who left; `work` then rejects with 57014
  * query_canceled and the connection is dropped. Errors from `work` propagate (the proxy's
@@ -154,17 +155,17 @@ export async function withConnection<T>(
     cancel = pools.cancel(client);
   };
   signal?.addEventListener('abort', onAbort, { once: true });
+  let failed = false;
   try {
     return await work(client, entry);
   } catch (e) {
+    failed = true;
     await cancel;
-    await client.query('ROLLBACK').catch(() => {
-      broken = true;
-    });
     throw e;
   } finally {
     signal?.removeEventListener('abort', onAbort);
-    client.release(broken);
+    if (broken) client.release(true);
+    else void pools.giveBack(client, failed);
   }
 }
 
@@ -195,24 +196,43 @@ export async function runReadQuery(
   maxRows: number,
 ): Promise<RowsResult> {
   const shape = await statementShape(sql, await serverVersionNum(client, entry));
-  await client.query('BEGIN READ ONLY');
   const kept: Kept = { rows: [], bytes: 0, dropped: false };
-  let out: { command: string; fields: pg.FieldDef[] };
-  if (shape.cursorable) {
-    await client.query(extended(`DECLARE ${CURSOR} NO SCROLL CURSOR FOR ${shape.text}`, params));
-    let fields: pg.FieldDef[] = [];
-    for (;;) {
-      const want = Math.min(FETCH_BATCH, maxRows + 1 - kept.rows.length);
-      const r = await cappedQuery(client, extended(`FETCH FORWARD ${want} FROM ${CURSOR}`), maxRows, kept);
-      fields = r.fields;
-      if (r.rows < want || kept.dropped) break;
-    }
-    out = { command: 'SELECT', fields };
-  } else {
-    out = await cappedQuery(client, extended(shape.text, params), maxRows, kept);
+  if (!shape.cursorable) {
+    // The statement goes out only once BEGIN READ ONLY took effect: outside the transaction a write would commit.
+    await client.query('BEGIN READ ONLY');
+    const [out] = await Promise.all([
+      cappedQuery(client, extended(shape.text, params), maxRows, kept),
+      client.query('ROLLBACK'),
+    ]);
+    return toRows(out.command, out.fields, kept);
   }
-  await client.query('ROLLBACK');
-  return toRows(out.command, out.fields, kept);
+  // Pipelined, two round trips for up to FETCH_BATCH - 1 rows: BEGIN READ ONLY with DECLARE, then
+  // the FETCH with, when that FETCH is the last, ROLLBACK. Each statement has its own Sync; DECLARE
+  // without the transaction fails closed (25P01 no_active_sql_transaction: DECLARE CURSOR runs only
+  // in a transaction block), so nothing runs outside the READ ONLY transaction. The first error in
+  // wire order is the call's. (A FETCH cannot go out with its DECLARE: the proxy knows a cursor
+  // once its DECLARE completed, and refuses a FETCH of one it does not know, 34000.)
+  await Promise.all([
+    client.query('BEGIN READ ONLY'),
+    client.query(extended(`DECLARE ${CURSOR} NO SCROLL CURSOR FOR ${shape.text}`, params)),
+  ]);
+  let fields: pg.FieldDef[] = [];
+  let rolledBack = false;
+  for (;;) {
+    const want = Math.min(FETCH_BATCH, maxRows + 1 - kept.rows.length);
+    // It is the last FETCH when it asks for every row left up to the cap: fewer end the cursor,
+    // as many put the rows over maxRows (truncated).
+    const last = want === maxRows + 1 - kept.rows.length;
+    const fetch = cappedQuery(client, extended(`FETCH FORWARD ${want} FROM ${CURSOR}`), maxRows, kept);
+    const rollback = last ? client.query('ROLLBACK') : undefined;
+    rolledBack = last;
+    const [r] = await Promise.all([fetch, rollback]);
+    fields = r.fields;
+    if (r.rows < want || kept.dropped) break;
+  }
+  // Not awaited: a failed ROLLBACK leaves DISCARD ALL failing in the transaction, and the connection is dropped.
+  if (!rolledBack) client.query('ROLLBACK').catch(() => undefined);
+  return toRows('SELECT', fields, kept);
 }
 
 /**
@@ -248,8 +268,11 @@ export async function runExplain(
   analyze: boolean,
 ): Promise<string[]> {
   const shape = await statementShape(sql, await serverVersionNum(client, entry));
+  // EXPLAIN goes out only once BEGIN READ ONLY took effect (EXPLAIN ANALYZE of a write would commit outside it).
   await client.query('BEGIN READ ONLY');
-  const result = await client.query(extended(`EXPLAIN ${analyze ? '(ANALYZE) ' : ''}${shape.text}`, params));
-  await client.query('ROLLBACK');
+  const [result] = await Promise.all([
+    client.query(extended(`EXPLAIN ${analyze ? '(ANALYZE) ' : ''}${shape.text}`, params)),
+    client.query('ROLLBACK'),
+  ]);
   return result.rows.map((r) => String(r[0]));
 }

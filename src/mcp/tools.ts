@@ -151,6 +151,16 @@ export const TOOL_SCHEMAS = {
   },
 } as const;
 
+/** {@link TOOL_SCHEMAS} as zod objects, built once: the SDK would build them from the shapes for every McpServer, and the HTTP endpoint builds one per request. */
+const TOOL_OBJECTS = Object.fromEntries(
+  Object.entries(TOOL_SCHEMAS).map(([name, s]) => [name, { input: z.object(s.input), output: z.object(s.output) }]),
+) as {
+  [K in keyof typeof TOOL_SCHEMAS]: {
+    input: z.ZodObject<(typeof TOOL_SCHEMAS)[K]['input']>;
+    output: z.ZodObject<(typeof TOOL_SCHEMAS)[K]['output']>;
+  };
+};
+
 /** What a tool's body hands back on success. */
 interface ToolOutput {
   readonly structured: Record<string, unknown>;
@@ -265,8 +275,8 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       title: 'List databases',
       description:
         'The databases this API key’s roles reach, each with a one-line summary of what they allow there.',
-      inputSchema: TOOL_SCHEMAS.list_databases.input,
-      outputSchema: TOOL_SCHEMAS.list_databases.output,
+      inputSchema: TOOL_OBJECTS.list_databases.input,
+      outputSchema: TOOL_OBJECTS.list_databases.output,
       annotations: { ...readOnly, idempotentHint: true },
     },
     async () =>
@@ -281,8 +291,8 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     {
       title: 'List tables',
       description: 'The tables and views of a database that this key may SELECT, with their kind.',
-      inputSchema: TOOL_SCHEMAS.list_tables.input,
-      outputSchema: TOOL_SCHEMAS.list_tables.output,
+      inputSchema: TOOL_OBJECTS.list_tables.input,
+      outputSchema: TOOL_OBJECTS.list_tables.output,
       annotations: { ...readOnly, idempotentHint: true },
     },
     async (args, extra) =>
@@ -307,8 +317,8 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       title: 'Describe a table',
       description:
         'Columns of a table or view with types, nullability and keys, and which columns come back masked (*****) for this key.',
-      inputSchema: TOOL_SCHEMAS.describe_table.input,
-      outputSchema: TOOL_SCHEMAS.describe_table.output,
+      inputSchema: TOOL_OBJECTS.describe_table.input,
+      outputSchema: TOOL_OBJECTS.describe_table.output,
       annotations: { ...readOnly, idempotentHint: true },
     },
     async (args, extra) =>
@@ -339,8 +349,8 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       description:
         `Runs one read-only statement in a READ ONLY transaction; returns at most max_rows rows (default ${DEFAULT_MAX_ROWS}) ` +
         'and at most 4 MiB of them as JSON (truncated tells whether there were more). Masked columns read *****. The text content is the rows as JSON.',
-      inputSchema: TOOL_SCHEMAS.execute_query.input,
-      outputSchema: TOOL_SCHEMAS.execute_query.output,
+      inputSchema: TOOL_OBJECTS.execute_query.input,
+      outputSchema: TOOL_OBJECTS.execute_query.output,
       annotations: readOnly,
     },
     async (args, extra) =>
@@ -368,8 +378,8 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       title: 'Run a statement that changes data',
       description:
         'Runs one statement (INSERT, UPDATE, DELETE, or DDL) and commits it; refused unless this key’s roles grant what it needs. Returns the rows of a RETURNING clause.',
-      inputSchema: TOOL_SCHEMAS.execute_statement.input,
-      outputSchema: TOOL_SCHEMAS.execute_statement.output,
+      inputSchema: TOOL_OBJECTS.execute_statement.input,
+      outputSchema: TOOL_OBJECTS.execute_statement.output,
       annotations: {
         readOnlyHint: false,
         destructiveHint: true,
@@ -401,8 +411,8 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       title: 'Explain a query',
       description:
         'EXPLAIN of one statement, decided like the statement itself; with analyze: true, EXPLAIN ANALYZE (runs it, in a READ ONLY transaction).',
-      inputSchema: TOOL_SCHEMAS.explain_query.input,
-      outputSchema: TOOL_SCHEMAS.explain_query.output,
+      inputSchema: TOOL_OBJECTS.explain_query.input,
+      outputSchema: TOOL_OBJECTS.explain_query.output,
       annotations: readOnly,
     },
     async (args, extra) =>
