@@ -136,8 +136,10 @@ function toRows(command: string, fields: readonly pg.FieldDef[], kept: Kept): Ro
  * again, and a connection whose reset fails is dropped. When `signal` aborts while `work` runs (the MCP client cancelled the
  * call, or its HTTP request went away), the running statement is canceled with a CancelRequest, so
  * nothing keeps running upstream for a caller who left; `work` then rejects with 57014
- * query_canceled and the connection is dropped. Errors from `work` propagate (the proxy's
- * ErrorResponse as pg raises it).
+ * query_canceled and the connection is dropped. `leavesNoState`: `work` runs only pgwarden's own
+ * statements that change nothing of the session (describe_table's reads) or none (list_tables), so
+ * after it succeeds the connection goes back as it came, without DISCARD ALL. Errors from `work`
+ * propagate (the proxy's ErrorResponse as pg raises it).
  */
 export async function withConnection<T>(
   pools: ProxyPools,
@@ -145,6 +147,7 @@ export async function withConnection<T>(
   identity: McpIdentity,
   work: (client: pg.PoolClient, entry: PoolEntry) => Promise<T>,
   signal?: AbortSignal,
+  leavesNoState = false,
 ): Promise<T> {
   signal?.throwIfAborted();
   const { client, entry } = await pools.acquire(database, identity);
@@ -165,6 +168,7 @@ export async function withConnection<T>(
   } finally {
     signal?.removeEventListener('abort', onAbort);
     if (broken) client.release(true);
+    else if (leavesNoState && !failed) client.release();
     else void pools.giveBack(client, failed);
   }
 }

@@ -305,6 +305,7 @@ export function createMcpServer(ctx: ToolContext): McpServer {
           identity,
           () => sharedCatalog(ctx.catalog, args.database),
           extra.signal,
+          true,
         );
         const tables = listTables(ctx.config(), identity, args.database, catalog, args.schema);
         return { structured: { database: args.database, tables }, text: json(tables), rows: tables.length };
@@ -337,6 +338,7 @@ export function createMcpServer(ctx: ToolContext): McpServer {
             return describeTable(c, entry, config, identity, args.database, catalog, args.table, args.schema);
           },
           extra.signal,
+          true,
         );
         return { structured: { ...description }, text: json(description) };
       }),
