@@ -153,7 +153,10 @@ export const TOOL_SCHEMAS = {
 
 /** {@link TOOL_SCHEMAS} as zod objects, built once: the SDK would build them from the shapes for every McpServer, and the HTTP endpoint builds one per request. */
 const TOOL_OBJECTS = Object.fromEntries(
-  Object.entries(TOOL_SCHEMAS).map(([name, s]) => [name, { input: z.object(s.input), output: z.object(s.output) }]),
+  Object.entries(TOOL_SCHEMAS).map(([name, s]) => [
+    name,
+    { input: z.object(s.input), output: z.object(s.output) },
+  ]),
 ) as {
   [K in keyof typeof TOOL_SCHEMAS]: {
     input: z.ZodObject<(typeof TOOL_SCHEMAS)[K]['input']>;
