@@ -7,7 +7,6 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { DEMO_APP_PASSWORD } from '../../src/embedded/demo.js';
-import { freePort } from '../../src/embedded/postgres.js';
 import { type PausableRelay, pausableRelay } from '../helpers/pausable-relay.js';
 import {
   createAppDatabase,
@@ -40,11 +39,11 @@ async function readyz(adminPort: number): Promise<{ code: number; body: Ready }>
 
 /** Starts `pgwarden serve --admin` with `cfg`; resolves with it and its admin port once the admin listens. */
 async function serveWithAdmin(cfg: Record<string, unknown>, name: string) {
-  const adminPort = await freePort();
-  const s = await serveProcess(cfg, path.join(dir, name), ['--admin', `127.0.0.1:${adminPort}`]);
+  // Port 0: the kernel picks it as the admin API binds (a port chosen beforehand could be taken meanwhile).
+  const s = await serveProcess(cfg, path.join(dir, name), ['--admin', '127.0.0.1:0']);
   served.push(s);
-  await s.waitFor((l) => l.event === 'admin-listening', 30_000);
-  return { served: s, adminPort };
+  const line = await s.waitFor((l) => l.event === 'admin-listening', 30_000);
+  return { served: s, adminPort: line.port as number };
 }
 
 beforeAll(async () => {

@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { freePort } from '../../src/embedded/postgres.js';
 import { keyOwner } from '../../src/proxy/cancel-key.js';
 import { cancelRequest } from '../../src/wire/frontend-encode.js';
 import { demoConfigObject } from '../helpers/proxy.js';
@@ -25,14 +24,13 @@ async function sample(series: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  adminPort = await freePort();
   served = await serveProcess(demoConfigObject(), path.join(dir, 'workers.yaml'), [
     '--workers',
     '2',
     '--admin',
-    `127.0.0.1:${adminPort}`,
+    '127.0.0.1:0',
   ]);
-  await served.waitFor((l) => l.event === 'admin-listening', 60_000);
+  adminPort = (await served.waitFor((l) => l.event === 'admin-listening', 60_000)).port as number;
   // Both workers listen (the first one's line let serveProcess return).
   for (;;) {
     if (served.lines.filter((l) => l.event === 'listening').length >= 2) break;

@@ -3,7 +3,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { freePort } from '../../src/embedded/postgres.js';
 import { testEnv } from './proxy.js';
 
 /** The pgwarden executable. */
@@ -45,7 +44,9 @@ export async function stopChild(child: ChildProcess, exited: Promise<unknown>): 
 }
 
 /**
- * Writes `cfg` (its `listen` set to a free port) to `file`, spawns `pgwarden serve --config file
+ * Writes `cfg` (its `listen` set to port 0 of 127.0.0.1: the kernel picks the port as the proxy
+ * binds, so no other test's connection or server can take it between choice and bind, which a port
+ * chosen beforehand allowed) to `file`, spawns `pgwarden serve --config file
  * …args`, and resolves once the proxy logs `listening`. The caller kills the child. When it does
  * not get there (the wait times out, the child exits first), the child is stopped here (SIGTERM,
  * then SIGKILL after {@link KILL_GRACE_MS}) before the error is thrown, so no `pgwarden serve` is
@@ -56,8 +57,7 @@ export async function serveProcess(
   file: string,
   args: readonly string[] = [],
 ): Promise<Served> {
-  const port = await freePort();
-  cfg.listen = `127.0.0.1:${port}`;
+  cfg.listen = '127.0.0.1:0';
   fs.writeFileSync(file, YAML.stringify(cfg));
   const child = spawn(process.execPath, [BIN, 'serve', '--config', file, ...args], {
     env: testEnv(),
@@ -97,8 +97,15 @@ export async function serveProcess(
   // before listening: the start is not what these suites time.
   const listening = waitFor((l) => l.event === 'listening', 60_000);
   listening.catch(() => {});
+  let port = 0;
   try {
-    const outcome = await Promise.race([listening.then(() => 'listening'), exited.then((code) => code)]);
+    const outcome = await Promise.race([
+      listening.then((l) => {
+        port = l.port as number;
+        return 'listening';
+      }),
+      exited.then((code) => code),
+    ]);
     if (outcome !== 'listening')
       throw new Error(`pgwarden serve exited (${outcome}) before listening; got ${JSON.stringify(lines)}`);
   } catch (e) {

@@ -9,7 +9,6 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import YAML from 'yaml';
 import { createScramVerifier } from '../../../src/auth/scram-verifier.js';
-import { freePort } from '../../../src/embedded/postgres.js';
 import { demoConfigObject, testEnv } from '../../helpers/proxy.js';
 
 export const BIN = path.resolve(import.meta.dirname, '../../../bin/pgwarden.js');
@@ -143,15 +142,15 @@ export interface HttpServerChild {
 }
 
 /**
- * Spawns `pgwarden mcp --config <file> --http 127.0.0.1:<free port>` and waits until it listens;
+ * Spawns `pgwarden mcp --config <file> --http 127.0.0.1:0` and waits until it listens (its URL has the bound port);
  * `env` adds to the test environment (e.g. `PGWARDEN_LOG_LEVEL: 'debug'`).
  */
 export async function startHttpChild(
   file: string,
   env: Record<string, string> = {},
 ): Promise<HttpServerChild> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [BIN, 'mcp', '--config', file, '--http', `127.0.0.1:${port}`], {
+  // Port 0: the kernel picks it as the child binds (a port chosen beforehand could be taken meanwhile).
+  const child = spawn(process.execPath, [BIN, 'mcp', '--config', file, '--http', '127.0.0.1:0'], {
     env: { ...testEnv(), ...env },
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -160,7 +159,8 @@ export async function startHttpChild(
   child.stderr?.on('data', (d: Buffer) => logs.push(d));
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
   // Under roles: managed the start syncs grants first: slow on a loaded machine.
-  await logs.waitFor((l) => l.event === 'mcp-listening', 60_000);
+  const listening = await logs.waitFor((l) => l.event === 'mcp-listening', 60_000);
+  const port = listening.port as number;
   return {
     child,
     url: `http://127.0.0.1:${port}/mcp`,
