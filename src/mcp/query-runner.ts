@@ -3,6 +3,7 @@ import pg from 'pg';
 import type { McpIdentity } from './api-key-auth.js';
 import type { PoolEntry, ProxyPools } from './proxy-pools.js';
 import { statementShape } from './statement-shape.js';
+import { ToolFailure } from './tool-errors.js';
 
 /** A parameter value as a tool takes it: sent as text, typed by the server ($1, $2, …). */
 export type SqlParam = string | number | boolean | null;
@@ -132,7 +133,7 @@ function toRows(command: string, fields: readonly pg.FieldDef[], kept: Kept): Ro
 /**
  * Runs `work` on a connection for `identity` to `database` taken from `pools` (in a fresh session's
  * state: see ProxyPools.giveBack). After `work` the connection is handed back without waiting:
- * after a failure its transaction is rolled back, then DISCARD ALL resets it before it is pooled
+ * after a failure or with a transaction still open its transaction is rolled back, then DISCARD ALL resets it before it is pooled
  * again, and a connection whose reset fails is dropped. When `signal` aborts while `work` runs (the MCP client cancelled the
  * call, or its HTTP request went away), the running statement is canceled with a CancelRequest, so
  * nothing keeps running upstream for a caller who left; `work` then rejects with 57014
@@ -169,7 +170,10 @@ export async function withConnection<T>(
     signal?.removeEventListener('abort', onAbort);
     if (broken) client.release(true);
     else if (leavesNoState && !failed) client.release();
-    else void pools.giveBack(client, failed);
+    // A transaction left open (the status of the last ReadyForQuery) is rolled back too: attack,
+    // execute_statement 'BEGIN' pooled a connection inside one, and the next call taking it (any
+    // agent with the key) failed 25001 at its DISCARD ALL.
+    else void pools.giveBack(client, failed || client.getTransactionStatus() !== 'I');
   }
 }
 
@@ -244,7 +248,8 @@ export async function runReadQuery(
  * refused (42501) unless the roles grant what it needs. Output: the command tag's verb, the rows it
  * returned (RETURNING, masked like any rows, capped at {@link DEFAULT_MAX_ROWS} and
  * {@link MAX_RESULT_BYTES}: the rest are read and dropped) and `affected`
- * (the tag's row count). Errors: the proxy's ErrorResponse, or ToolFailure 42601 for no or several statements.
+ * (the tag's row count). Errors: the proxy's ErrorResponse, ToolFailure 42601 for no or several
+ * statements, ToolFailure 0A000 for transaction control (a pooled connection goes back idle).
  */
 export async function runStatement(
   client: pg.PoolClient,
@@ -253,6 +258,13 @@ export async function runStatement(
   params: readonly SqlParam[] | undefined,
 ): Promise<RowsResult & { readonly affected: number | null }> {
   const shape = await statementShape(sql, await serverVersionNum(client, entry));
+  if (shape.nodeType === 'TransactionStmt')
+    throw new ToolFailure(
+      '0A000',
+      'execute_statement runs each statement in a transaction of its own: transaction control (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, …) has nothing to act on',
+      undefined,
+      'Run the statement alone; it is committed when it succeeds.',
+    );
   const kept: Kept = { rows: [], bytes: 0, dropped: false };
   const r = await cappedQuery(client, extended(shape.text, params), DEFAULT_MAX_ROWS, kept);
   return { ...toRows(r.command, r.fields, kept), affected: r.rowCount ?? null };

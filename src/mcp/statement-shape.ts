@@ -11,6 +11,8 @@ export interface StatementShape {
   readonly text: string;
   /** True for a plain SELECT/VALUES/TABLE (no INTO): it can be wrapped in `DECLARE … CURSOR FOR`. */
   readonly cursorable: boolean;
+  /** The statement's parse node type (`SelectStmt`, `TransactionStmt`, …); undefined when the parser refused the text. */
+  readonly nodeType?: string;
 }
 
 /**
@@ -35,5 +37,9 @@ export async function statementShape(sql: string, serverVersionNum: number): Pro
   const s = statements[0]!;
   const text = sql.slice(s.location, s.location + s.length);
   const node = s.node as { intoClause?: unknown } | undefined;
-  return { text, cursorable: s.nodeType === 'SelectStmt' && node?.intoClause === undefined };
+  return {
+    text,
+    cursorable: s.nodeType === 'SelectStmt' && node?.intoClause === undefined,
+    nodeType: s.nodeType,
+  };
 }

@@ -151,3 +151,23 @@ test('limits.mcp_pool_wait_ms: a call finding every pooled connection of its key
   expect(JSON.parse(after.text)).toEqual([{ six: 6 }]);
   await analyst.close();
 });
+
+test('a tool call leaves no transaction to the next caller of its pool: transaction control is refused', async () => {
+  // Attack: execute_statement 'BEGIN' went back to the pool inside a transaction; the next call
+  // taking that connection (any agent with the key) failed with 25001 at its DISCARD ALL.
+  const { server } = await serverWith({});
+  const support = await connectHttp(server.url, TOKENS.support);
+  for (const sql of ['BEGIN', 'START TRANSACTION READ WRITE', 'SAVEPOINT s', 'COMMIT']) {
+    const r = await callTool(support, 'execute_statement', { database: 'demo', sql });
+    expect(r.isError, sql).toBe(true);
+    expect(r.text, sql).toContain('SQLSTATE: 0A000');
+    expect(r.text, sql).toContain('execute_statement runs each statement in a transaction of its own');
+  }
+  // The pool holds 4 connections: 8 calls go through every one of them.
+  for (let i = 0; i < 8; i++) {
+    const r = await callTool(support, 'execute_query', { database: 'demo', sql: `SELECT ${i} AS i` });
+    expect(r.isError, r.text).toBeFalsy();
+    expect(JSON.parse(r.text)).toEqual([{ i }]);
+  }
+  await support.close();
+});
