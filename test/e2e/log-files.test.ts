@@ -6,7 +6,6 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, test } from 'vitest';
 import YAML from 'yaml';
-import { freePort } from '../../src/embedded/postgres.js';
 import { demoConfigObject, testEnv } from '../helpers/proxy.js';
 import { BIN, duplicateJsonKeys, serveProcess, stopChild } from '../helpers/serve-process.js';
 
@@ -88,8 +87,8 @@ describe('JSON lines on stderr', () => {
 
 /** Spawns `pgwarden serve` with `cfg` (log.file set), and resolves once the log file says it listens. */
 async function serveLoggingToFile(cfg: Record<string, unknown>, logFile: string) {
-  const port = await freePort();
-  cfg.listen = `127.0.0.1:${port}`;
+  // Port 0: the kernel picks it as the proxy binds (a port chosen beforehand could be taken meanwhile).
+  cfg.listen = '127.0.0.1:0';
   const file = path.join(dir, 'files.yaml');
   fs.writeFileSync(file, YAML.stringify(cfg));
   const child = spawn(process.execPath, [BIN, 'serve', '--config', file], {
@@ -112,6 +111,10 @@ async function serveLoggingToFile(cfg: Record<string, unknown>, logFile: string)
     await stopChild(child, exited);
     throw e;
   }
+  const listening = read(logFile)
+    .split('\n')
+    .find((l) => l.includes('"event":"listening"')) as string;
+  const port = (JSON.parse(listening) as { port: number }).port;
   return { child, exited, port, stderr: () => stderr };
 }
 

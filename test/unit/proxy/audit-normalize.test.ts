@@ -46,7 +46,8 @@ describe('normalizeForAudit', () => {
     const sql = Buffer.from(`SELECT ${"a, 'secret', ".repeat(2_000_000)}a`).toString();
     const t = performance.now();
     const n = normalizeForAudit(sql);
-    expect(performance.now() - t).toBeLessThan(2000);
+    // About 0.8 s here; a quadratic scan of 2 million literals would take hours. Slack for a loaded machine.
+    expect(performance.now() - t).toBeLessThan(10_000);
     // Each literal is one mark while scanning, numbered after: `$123456` at most seven times longer.
     expect(n.length).toBeLessThan(7 * AUDIT_TEXT_MAX);
     expect(n.startsWith('SELECT a, $1, a, $2, a, $3,')).toBe(true);

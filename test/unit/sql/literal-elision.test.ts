@@ -85,7 +85,8 @@ describe('PgParser.parse with long literals', () => {
     const targets = JSON.stringify(out.parsed.tree);
     // The `1` of `1 AS one` is located after the literal in the original text.
     expect(targets).toContain(`"location":${sql.indexOf('1 AS one')}`);
-    expect(ms).toBeLessThan(5000);
+    // About 0.5 s here; parsing the 60 MB literal itself would take minutes. Slack for a loaded machine.
+    expect(ms).toBeLessThan(15_000);
   });
 
   it('analyzes the statement as the same one with a short literal: same columns, same uses', () => {
