@@ -56,8 +56,8 @@ export class RawClient {
     return Buffer.concat(this.rawBytes);
   }
 
-  /** Waits until `pred` holds or the socket closes, at most `ms`. */
-  async until(pred: () => boolean, ms = 5000): Promise<void> {
+  /** Waits until `pred` holds or the socket closes, at most `ms` (default 30 s: a bound on an answer that must come, generous for a loaded machine). */
+  async until(pred: () => boolean, ms = 30_000): Promise<void> {
     const deadline = Date.now() + ms;
     while (!pred() && !this.closed) {
       if (Date.now() > deadline) throw new Error('timeout waiting for the server');
