@@ -9,6 +9,7 @@ import { auditFragment, auditKind, rowsOfTag, type SessionAudit } from './audit.
 import { normalizeForAudit } from './audit-normalize.js';
 import { CatalogUnavailable } from './catalog-source.js';
 import type { Expect, PortalEntry, PreparedEntry } from './expected-replies.js';
+import { Fifo } from './fifo.js';
 import { GateMemo } from './gate-memo.js';
 import { planAudit } from './plan-audit.js';
 import type { RelayOptions } from './relay-options.js';
@@ -55,13 +56,13 @@ function refusalFields(r: Refusal): ErrorFields {
  */
 export abstract class RelayCore extends UpstreamWriteRelay {
   protected readonly framer: MessageFramer;
-  protected readonly expects: Expect[] = [];
+  protected readonly expects = new Fifo<Expect>();
   /** Protocol-level prepared statements, counted against the memory budget while kept (issue 16 item 2). */
   protected readonly statements: RetainedMap<PreparedEntry>;
   protected readonly retained: RetainedStatements;
   protected readonly portals = new Map<string, PortalEntry>();
   /** Client messages waiting for the one being decided (decisions may await a catalog load). */
-  protected readonly inbox: Frame[] = [];
+  protected readonly inbox = new Fifo<Frame>();
   protected working = false;
   /** After a refusal or error in an extended batch: drop client messages until Sync, as Postgres does. */
   protected skipping = false;
@@ -127,7 +128,7 @@ export abstract class RelayCore extends UpstreamWriteRelay {
    */
   ignoreClient(): void {
     this.ignoringClient = true;
-    this.inbox.length = 0;
+    this.inbox.clear();
     this.o.client.pause();
   }
 

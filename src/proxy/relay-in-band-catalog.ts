@@ -150,7 +150,7 @@ export abstract class InBandCatalogRelay extends RelayCore {
 
   /** Consumes a reply of pgwarden's own catalog read; returns true when it was one. */
   protected internalReply(f: Frame): boolean {
-    const head = this.expects[0];
+    const head = this.expects.first;
     if (head?.t !== 'internal') return false;
     switch (f.code) {
       case BackendCode.RowDescription: {

@@ -79,7 +79,7 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
    */
   private rowsAsIs(): boolean {
     if (this.discarding) return false;
-    const head = this.expects[0];
+    const head = this.expects.first;
     if (head?.t === 'execute') return head.plan === null || head.plan.mask.size === 0;
     if (head?.t === 'query') {
       const plan = head.plans[head.index];
@@ -154,7 +154,7 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
       default:
         break;
     }
-    const head = this.expects[0];
+    const head = this.expects.first;
     if (!head) return f.bytes;
     const discarding = this.discarding;
     const out = this.reply(head, f);
@@ -219,7 +219,7 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
 
   /** An upstream ErrorResponse: ours instead for a probe, redacted where the statement touches hidden columns. */
   private error(f: Frame): Buffer | null {
-    const head = this.expects[0];
+    const head = this.expects.first;
     this.lastErrorCode = decodeErrorResponse(f.payload).code;
     this.o.gateSession.paths.statementFailed();
     if (head?.t === 'probe') {
@@ -234,7 +234,7 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
       // Extended protocol: the upstream skips to Sync; so do the replies we were owed, and what
       // the failed and skipped messages would have created or closed is put back.
       const undos: MapUndo[] = [];
-      while (this.expects.length > 0 && this.expects[0]?.t !== 'sync') {
+      while (this.expects.length > 0 && this.expects.first?.t !== 'sync') {
         const e = this.expects.shift() as Expect;
         if ('undo' in e) undos.push(e.undo);
       }

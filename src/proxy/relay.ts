@@ -172,7 +172,7 @@ export class Relay extends UpstreamRepliesRelay {
       );
       frames.push(stand);
     }
-    this.inbox.push(...frames);
+    this.inbox.pushAll(frames);
     if (!this.working) void this.drain();
   }
 
