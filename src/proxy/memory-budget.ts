@@ -1,6 +1,7 @@
 // One budget for the bytes of large protocol messages held in memory, shared by every session: taken in order, waited for, released.
 import os from 'node:os';
 import { collectGarbageSoon } from './collect-garbage.js';
+import { ResponsiveClock } from './responsive-clock.js';
 
 /**
  * Messages at least this large (bytes, header included) are counted against the budget. Smaller
@@ -63,8 +64,9 @@ export interface BudgetHolder {
   /** Bytes it holds now. */
   held(): number;
   /**
-   * When it last moved (ms since the epoch): a held message completed or was written on, or
-   * enough of its bytes arrived or were handed on to keep its pace (message-hold.ts).
+   * When it last moved, on the budget's clock ({@link MemoryBudget.now}; `now` is its reading): a
+   * held message completed or was written on, or enough of its bytes arrived or were handed on to
+   * keep its pace (message-hold.ts).
    */
   progressAt(now: number): number;
   /** Ends its session (FATAL 53200); its bytes are then given back. */
@@ -83,6 +85,8 @@ export class MemoryBudget {
   private readonly queue: { bytes: number; grant: Grant; at: number }[] = [];
   private readonly holders = new Set<BudgetHolder>();
   private watch: NodeJS.Timeout | undefined;
+  /** Stall time is counted on it: the event loop's blocked time (pgwarden's slowness) left out. */
+  private readonly clock = new ResponsiveClock();
 
   /**
    * Input: the budget in bytes (> 0), how long a wait may last while a holder is stalled (ms,
@@ -104,6 +108,21 @@ export class MemoryBudget {
     readonly stallMs = STALLED_HOLD_MS,
     readonly waitMs: number = DEFAULT_MEMORY_WAIT_MS,
   ) {}
+
+  /**
+   * The time stalls are measured in (ms, Date.now()'s scale less the time the event loop was
+   * blocked while anything was held or waited for: responsive-clock.ts). A client is stalled only
+   * for time pgwarden could have read from it or written to it.
+   */
+  now(): number {
+    return this.clock.now();
+  }
+
+  /** Runs the clock while messages are held or wait (prepared statements kept do not need it). */
+  private clockWhileHeld(): void {
+    if (this.queue.length > 0 || this.used - this.kept > 0) this.clock.start();
+    else this.clock.stop();
+  }
 
   /** Registers a holder that may be evicted when stalled; returns the function that removes it. */
   register(h: BudgetHolder): () => void {
@@ -166,9 +185,11 @@ export class MemoryBudget {
   take(bytes: number, grant: Grant): boolean {
     if (this.queue.length === 0 && this.used + bytes <= this.limit) {
       this.used += bytes;
+      this.clockWhileHeld();
       return true;
     }
-    this.queue.push({ bytes, grant, at: Date.now() });
+    this.clock.start();
+    this.queue.push({ bytes, grant, at: this.clock.now() });
     this.watch ??= setInterval(() => this.checkStalled(), this.checkEveryMs());
     this.watch.unref();
     return false;
@@ -187,7 +208,7 @@ export class MemoryBudget {
       this.watch = undefined;
       return;
     }
-    const now = Date.now();
+    const now = this.clock.now();
     if (now - head.at < this.stallMs) return;
     let worst: BudgetHolder | undefined;
     for (const h of this.holders) {
@@ -205,6 +226,7 @@ export class MemoryBudget {
     const i = this.queue.findIndex((w) => w.grant === grant);
     if (i >= 0) this.queue.splice(i, 1);
     this.serve();
+    this.clockWhileHeld();
   }
 
   /**
@@ -224,6 +246,7 @@ export class MemoryBudget {
     if (bytes <= 0) return;
     this.used = Math.max(0, this.used - bytes);
     this.serve();
+    this.clockWhileHeld();
   }
 
   private serve(): void {

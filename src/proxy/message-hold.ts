@@ -87,6 +87,11 @@ export class MessageHold {
         : undefined;
   }
 
+  /** The budget's clock (event-loop-blocked time left out), or the wall clock without a budget. */
+  private now(): number {
+    return this.budget ? this.budget.now() : Date.now();
+  }
+
   private stopWait(): void {
     if (this.waiter) this.budget?.cancel(this.waiter);
     this.waiter = undefined;
@@ -114,7 +119,7 @@ export class MessageHold {
   }
 
   /** A held message completed or was written on: this hold moved now. */
-  private movedNow(now = Date.now()): void {
+  private movedNow(now = this.now()): void {
     this.moved = now;
     this.movedBytes = 0;
   }
@@ -168,7 +173,7 @@ export class MessageHold {
   arrive(framer: HeldFramer): HoldVerdict {
     // A chunk of the arriving message came: the client is sending it, at the pace its bytes show.
     if (this.arrivingId >= 0) {
-      this.moveBy(Math.max(0, framer.buffered - this.arrivedBytes), Date.now());
+      this.moveBy(Math.max(0, framer.buffered - this.arrivedBytes), this.now());
       this.arrivedBytes = framer.buffered;
     }
     if (this.waiter) {
