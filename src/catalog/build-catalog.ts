@@ -144,13 +144,16 @@ export function catalogStamp(catalog: Catalog): CatalogStamp | undefined {
 export function readBaseOf(catalog: Catalog): ReadBase | undefined {
   const stamp = stamps.get(catalog);
   if (!stamp || stamp.casts === null) return undefined;
+  // A catalog never changes once built: its base is worked out once (every read after DDL asks).
+  const known = bases.get(catalog);
+  if (known) return known;
   const relationConstraints: [number, number][] = [];
   for (const r of catalog.relations.values()) {
     // Partition keys are not counted: the change search counts the rest (catalog-reads.ts).
     const n = r.constraints?.filter((c) => c.kind !== 'partition').length ?? 0;
     if (r.oid >= FIRST_NORMAL_OID) relationConstraints.push([r.oid, n]);
   }
-  return {
+  const base: ReadBase = {
     snapshot: stamp.snapshot,
     relationConstraints,
     pending: [...stamp.pending.keys()],
@@ -158,7 +161,11 @@ export function readBaseOf(catalog: Catalog): ReadBase | undefined {
     userTypes: [...(catalog.types?.values() ?? [])].filter((t) => t.oid >= FIRST_NORMAL_OID).length,
     userFunctions: [...catalog.functions.values()].flat().filter((f) => f.oid >= FIRST_NORMAL_OID).length,
   };
+  bases.set(catalog, base);
+  return base;
 }
+
+const bases = new WeakMap<Catalog, ReadBase>();
 
 /** The same Catalog value with another version (the stamp follows it). */
 export function restamp(catalog: Catalog, version: number): Catalog {
@@ -315,20 +322,56 @@ export function buildCatalog(
     );
   }
 
+  // Types and functions not read again are the base's very values (no copy: a catalog is never
+  // changed once built, and 3000 functions copied cost milliseconds on every read after DDL).
+  const { types, userCodeTypeOids } =
+    base?.types && base.userCodeTypeOids && !typesRead
+      ? { types: base.types, userCodeTypeOids: base.userCodeTypeOids }
+      : buildTypes(rows<UserTypeRow>(RESULT.userTypes), base);
+  const functions =
+    base && !functionsRead ? base.functions : buildFunctions(rows<FunctionRow>(RESULT.functions), base);
+
+  const catalog = Object.freeze({
+    version,
+    tempSchema: head.temp,
+    sessionUser: head.login,
+    serverVersionNum: head.version,
+    defaultSearchPath: Object.freeze([...head.path]),
+    namespaces,
+    relations,
+    functions,
+    types,
+    userCodeTypeOids,
+  });
+  stamps.set(
+    catalog,
+    Object.freeze({ snapshot: head.snapshot, namespaces: namespaceOids, casts: head.casts, pending }),
+  );
+  return catalog;
+}
+
+/** The user types of `fresh` (all types in a full read) on top of the base's system types. */
+function buildTypes(
+  fresh: readonly UserTypeRow[],
+  base: Catalog | undefined,
+): { types: Map<string, CatalogType>; userCodeTypeOids: Set<number> } {
   const types = new Map<string, CatalogType>();
   const userCodeTypeOids = new Set<number>();
-  if (base) {
-    for (const [key, t] of base.types ?? []) if (!typesRead || t.oid < FIRST_NORMAL_OID) types.set(key, t);
-    for (const oid of base.userCodeTypeOids ?? []) {
-      if (!typesRead || oid < FIRST_NORMAL_OID) userCodeTypeOids.add(oid);
-    }
-  }
-  for (const r of rows<UserTypeRow>(RESULT.userTypes)) {
+  for (const [key, t] of base?.types ?? []) if (t.oid < FIRST_NORMAL_OID) types.set(key, t);
+  for (const oid of base?.userCodeTypeOids ?? []) if (oid < FIRST_NORMAL_OID) userCodeTypeOids.add(oid);
+  for (const r of fresh) {
     const t = Object.freeze({ oid: r.oid, schema: r.nspname, name: r.typname, why: r.why });
     types.set(catalogKey(r.nspname, r.typname), t);
     if (r.why !== null) userCodeTypeOids.add(r.oid);
   }
+  return { types, userCodeTypeOids };
+}
 
+/** The functions of `fresh` (all functions in a full read) on top of the base's system functions, grouped by `schema.name`. */
+function buildFunctions(
+  fresh: readonly FunctionRow[],
+  base: Catalog | undefined,
+): Map<string, CatalogFunction[]> {
   const functions = new Map<string, CatalogFunction[]>();
   const addFunction = (f: CatalogFunction) => {
     const key = catalogKey(f.schema, f.name);
@@ -336,12 +379,9 @@ export function buildCatalog(
     if (list) list.push(f);
     else functions.set(key, [f]);
   };
-  if (base) {
-    for (const list of base.functions.values()) {
-      for (const f of list) if (!functionsRead || f.oid < FIRST_NORMAL_OID) addFunction(f);
-    }
-  }
-  for (const r of rows<FunctionRow>(RESULT.functions)) {
+  for (const list of base?.functions.values() ?? [])
+    for (const f of list) if (f.oid < FIRST_NORMAL_OID) addFunction(f);
+  for (const r of fresh) {
     addFunction(
       Object.freeze({
         oid: r.oid,
@@ -365,22 +405,5 @@ export function buildCatalog(
     );
   }
   for (const list of functions.values()) Object.freeze(list);
-
-  const catalog = Object.freeze({
-    version,
-    tempSchema: head.temp,
-    sessionUser: head.login,
-    serverVersionNum: head.version,
-    defaultSearchPath: Object.freeze([...head.path]),
-    namespaces,
-    relations,
-    functions,
-    types,
-    userCodeTypeOids,
-  });
-  stamps.set(
-    catalog,
-    Object.freeze({ snapshot: head.snapshot, namespaces: namespaceOids, casts: head.casts, pending }),
-  );
-  return catalog;
+  return functions;
 }

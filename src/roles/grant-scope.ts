@@ -106,6 +106,8 @@ function sameSet<T>(a: ReadonlySet<T>, b: ReadonlySet<T>): boolean {
 
 /** Whether the user functions (OID ≥ FIRST_NORMAL_OID) are the same values or the same content. */
 function sameUserFunctions(a: Catalog, b: Catalog): boolean {
+  // An incremental read that did not read functions again hands on the earlier read's very map.
+  if (a.functions === b.functions) return true;
   const list = (c: Catalog) => [...c.functions.values()].flat().filter((f) => f.oid >= FIRST_NORMAL_OID);
   const [x, y] = [list(a), list(b)];
   if (x.length !== y.length) return false;
@@ -121,6 +123,7 @@ function sameUserFunctions(a: Catalog, b: Catalog): boolean {
 
 /** Whether the user types are the same, leaving out the row types `own` (of changed relations). */
 function sameUserTypes(a: Catalog, b: Catalog, own: ReadonlySet<number>): boolean {
+  if (a.types === b.types) return true;
   const text = (c: Catalog) =>
     [...(c.types?.values() ?? [])]
       .filter((t) => t.oid >= FIRST_NORMAL_OID && !own.has(t.oid))
