@@ -199,9 +199,10 @@ export const CHAIN = {
  * the login's own path with "$user" expanded and schemas that are missing or lack USAGE
  * dropped, 9.26 System Information Functions), temp schema, login, this read's snapshot and a
  * fingerprint of pg_cast; in an incremental read also the summary of what changed, which it
- * also sets as the {@link CHAIN} settings the reads after it filter on.
+ * also sets as the {@link CHAIN} settings the reads after it filter on (unless `chain` is false:
+ * an in-band read spells what changed out in its reads instead).
  */
-export function head(v: BaseSql | undefined, throughProxy = false): string {
+export function head(v: BaseSql | undefined, throughProxy = false, chain = true): string {
   const casts = throughProxy
     ? 'NULL::text'
     : `(SELECT md5(string_agg(oid::text || ':' || xmin::text, ',' ORDER BY oid)) FROM pg_cast)`;
@@ -209,6 +210,7 @@ export function head(v: BaseSql | undefined, throughProxy = false): string {
        coalesce(nullif(pg_my_temp_schema(), 0)::regnamespace::text, '') AS temp, current_user::text AS login,
        pg_current_snapshot()::text AS snapshot, ${casts} AS casts`;
   if (!v) return select;
+  if (!chain) return `WITH RECURSIVE ${changed(v)}\n${select},\n       ${summaryColumns(v)}`;
   return `WITH RECURSIVE ${changed(v)}
 SELECT h.*, concat(set_config('${CHAIN.reread}', h.reread::text, true),
                    set_config('${CHAIN.types}', h.types_changed::text, true),

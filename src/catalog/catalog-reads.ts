@@ -21,42 +21,84 @@ const PREPARED = {
 } as const;
 
 /**
- * The reads of one catalog read, without the transaction around them: one result set each,
- * SET LOCAL's empty one included ({@link RESULT} gives their order). They must run inside one
- * transaction (or savepoint): an incremental read's head hands what changed to the others
- * through transaction-local settings.
- * - Without `base`: everything.
- * - With `base` (one message, one round trip): the head searches what changed since `base`
- *   (`reread`, `dropped`, `types_changed`, `functions_changed`), once; objects below
- *   FIRST_NORMAL_OID are not read (the caller keeps them from the earlier read); relations,
- *   columns and constraints are read for the changed relations only; user types and functions
- *   only when they changed. The head has the values of `base` spelled out (an in-band read,
- *   where nothing is prepared; a catalog connection runs {@link preparedReads} instead).
- * `throughProxy` leaves out what a read through pgwarden itself (the MCP server's, as its key)
- * may not use: the lock check (pg_locks needs MANAGE) and the pg_cast fingerprint (a system
- * column); such a catalog is never a base for an incremental read.
- * Throws an Error when `base` holds a malformed snapshot or OID (it is spliced into the SQL).
+ * The reads of a full catalog read, without the transaction around them: one result set each,
+ * SET LOCAL's empty one included ({@link RESULT} gives their order); they must run inside one
+ * transaction (or savepoint), which undoes the SET LOCAL. An incremental read runs
+ * {@link preparedReads} on a catalog connection, {@link inBandHead} then {@link inBandReads} on a
+ * client's own connection. `throughProxy` leaves out what a read through pgwarden itself (the
+ * MCP server's, as its key) may not use: the lock check (pg_locks needs MANAGE) and the pg_cast
+ * fingerprint (a system column); such a catalog is never a base for an incremental read.
  */
-export function catalogReads(base?: ReadBase, throughProxy = false): string {
-  const [first, ...reads] = readStatements(base !== undefined, throughProxy);
-  return `\n${base ? head(literals(base)) : first};\n${reads.join(';\n')};\n`;
+export function catalogReads(throughProxy = false): string {
+  return `\n${readStatements(undefined, throughProxy).join(';\n')};\n`;
+}
+
+/**
+ * What the head of an incremental read found changed, as the reads after it take it: from the
+ * head's transaction-local settings in the same message (`'chain'`), or spelled out as literals
+ * (an in-band read, {@link inBandReads}).
+ */
+export interface ChangedScope {
+  /** OIDs of the relations to read again. */
+  readonly reread: readonly number[];
+  readonly typesChanged: boolean;
+  readonly functionsChanged: boolean;
+  /** Types below FIRST_NORMAL_OID that run user code (the base's), seeding the types read. */
+  readonly systemUserCode: readonly number[];
+}
+
+/**
+ * The head of an in-band incremental read (on a client's own connection): the search of what
+ * changed since `base`, its values spelled out, setting nothing in the session (a
+ * `set_config` there would leave a placeholder `pgwarden_catalog.*` setting the client could read
+ * with SHOW or `current_setting(…, true)` where Postgres answers 42704 or NULL). Its row (with
+ * `reread`, `types_changed`, `functions_changed`) gives the {@link ChangedScope} of {@link inBandReads}.
+ * Throws an Error when `base` holds a malformed snapshot or OID.
+ */
+export function inBandHead(base: ReadBase): string {
+  return `${head(literals(base), false, false)};`;
+}
+
+/**
+ * The reads of an in-band incremental read after {@link inBandHead}: SET LOCAL search_path, then
+ * the same result sets as {@link catalogReads} gives after its head, with what changed spelled out;
+ * a read with nothing to read (no relation changed, types or functions unchanged) is an empty
+ * `SELECT` the server plans in no time. Throws an Error for an OID that is not a safe integer.
+ */
+export function inBandReads(scope: ChangedScope): string {
+  const [, ...reads] = readStatements(scope, false);
+  return `\n${reads.join(';\n')};\n`;
 }
 
 /**
  * The statements of {@link catalogReads}, head first (a full read's; an incremental read's is
- * {@link CHANGED_SUMMARY}), then SET LOCAL, then the reads. An incremental read's reads name no
- * value of its base (they take what changed from the head's settings): they are the same text
- * for every read, and can be prepared once.
+ * {@link CHANGED_SUMMARY}), then SET LOCAL, then the reads. An incremental read's reads take what
+ * changed from the head's settings (`'chain'`: the same text for every read, prepared once) or
+ * from a {@link ChangedScope} spelled out; a full read's (`undefined`) read everything.
  */
-function readStatements(incremental: boolean, throughProxy: boolean): string[] {
+function readStatements(scope: 'chain' | ChangedScope | undefined, throughProxy: boolean): string[] {
+  const incremental = scope !== undefined;
+  const spelled = typeof scope === 'object' ? scope : undefined;
   const setting = (name: string) => `(SELECT current_setting('${name}'))`;
+  const oids = (xs: readonly number[]) => {
+    for (const x of xs) if (!Number.isSafeInteger(x) || x < 0) throw new Error(`not an OID: ${x}`);
+    return `'{${xs.join(',')}}'`;
+  };
   /** A filter on relation OID `col`: every relation in a full read, the changed ones in an incremental one. */
   const inScope = (col: string): string =>
-    incremental ? `${col} = ANY (${setting(CHAIN.reread)}::oid[])` : 'true';
+    !incremental ? 'true' : `${col} = ANY (${spelled ? oids(spelled.reread) : setting(CHAIN.reread)}::oid[])`;
   const userOnly = (col: string) => (incremental ? `${col} >= ${FIRST_NORMAL_OID}` : 'true');
-  const systemUserCode = incremental ? setting(CHAIN.systemUserCode) : `'{}'`;
+  const systemUserCode = !incremental
+    ? `'{}'`
+    : spelled
+      ? oids(spelled.systemUserCode)
+      : setting(CHAIN.systemUserCode);
   /** Whether user types / functions are read: in an incremental read when they changed, else always. */
   const when = (name: string): string => (incremental ? `${setting(name)}::bool` : 'true');
+  /** A read with nothing to read (in-band, what changed spelled out): no rows, nothing to plan. */
+  const NOTHING = 'SELECT 1 WHERE false';
+  const unless = (skip: boolean | undefined, sql: string) => (skip ? NOTHING : sql);
+  const noRelations = spelled !== undefined && spelled.reread.length === 0;
   // After the head, `SET LOCAL search_path = pg_catalog` (undone by COMMIT), as pg_dump does, so
   // pg_get_viewdef / pg_get_expr / format_type schema-qualify every object outside pg_catalog and
   // the definitions read the same whatever path the analysis later runs under.
@@ -64,7 +106,9 @@ function readStatements(incremental: boolean, throughProxy: boolean): string[] {
     head(undefined, throughProxy),
     'SET LOCAL search_path = pg_catalog',
     'SELECT oid, nspname FROM pg_namespace',
-    `WITH RECURSIVE ${throughProxy ? 'blk AS (SELECT NULL::oid AS oid WHERE false)' : LOCKED}
+    unless(
+      noRelations,
+      `WITH RECURSIVE ${throughProxy ? 'blk AS (SELECT NULL::oid AS oid WHERE false)' : LOCKED}
 SELECT c.oid, n.nspname, c.relname, c.relkind::text AS relkind, ${inScope('c.oid')} AS reread,
        c.relkind IN ('v', 'm') AND c.oid IN (SELECT oid FROM blk) AS blocked,
        CASE WHEN c.relkind IN ('v', 'm') AND ${inScope('c.oid')} AND c.oid NOT IN (SELECT oid FROM blk)
@@ -73,7 +117,10 @@ SELECT c.oid, n.nspname, c.relname, c.relkind::text AS relkind, ${inScope('c.oid
        ARRAY(SELECT i.inhparent FROM pg_inherits i WHERE i.inhrelid = c.oid ORDER BY i.inhseqno) AS parents
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE c.relkind IN ${KINDS} AND ${userOnly('c.oid')} AND ${inScope('c.oid')}`,
-    `WITH RECURSIVE uniq AS (
+    ),
+    unless(
+      noRelations,
+      `WITH RECURSIVE uniq AS (
   -- Key columns of unique and exclusion indexes (every UNIQUE, PRIMARY KEY and EXCLUDE constraint
   -- has one); INCLUDE columns (position > indnkeyatts) do not take part in the uniqueness check.
   SELECT i.indrelid AS rel, k.attnum::int AS attnum
@@ -113,7 +160,10 @@ SELECT a.attrelid AS rel, a.attname, a.attnum, a.atttypid, format_type(a.atttypi
   LEFT JOIN uniq_by_rel u ON u.rel = a.attrelid
  WHERE a.attnum > 0 AND NOT a.attisdropped AND ${inScope('a.attrelid')}
  ORDER BY a.attrelid, a.attnum`,
-    `SELECT i.indrelid AS rel, CASE WHEN i.indisexclusion THEN 'exclusion' ELSE 'unique' END AS kind,
+    ),
+    unless(
+      noRelations,
+      `SELECT i.indrelid AS rel, CASE WHEN i.indisexclusion THEN 'exclusion' ELSE 'unique' END AS kind,
        ic.relname AS name,
        ARRAY(SELECT DISTINCT a FROM (
          SELECT k.attnum::int AS a FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
@@ -178,7 +228,10 @@ SELECT r.ev_class, 'rule', r.rulename::text, '{0}'::int[], NULL, NULL, NULL, tru
            AND d.refobjid <> r.ev_class)
   FROM pg_rewrite r
  WHERE r.ev_type IN ('2', '3', '4') AND r.ev_enabled <> 'D' AND ${inScope('r.ev_class')}`,
-    `WITH RECURSIVE tt AS (
+    ),
+    unless(
+      spelled && !spelled.typesChanged,
+      `WITH RECURSIVE tt AS (
   SELECT t.oid, t.typname, t.typcategory, t.typelem, t.typtype, t.typbasetype, t.typrelid, n.nspname
     FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
    WHERE n.nspname <> 'pg_toast' AND ${userOnly('t.oid')}
@@ -207,8 +260,11 @@ SELECT r.ev_class, 'rule', r.rulename::text, '{0}'::int[], NULL, NULL, NULL, tru
   SELECT e.parent, 'built on a type with user code' FROM uc u JOIN edges e ON e.child = u.oid
 )
 SELECT t.oid, t.nspname, t.typname, (SELECT min(u.why) FROM uc u WHERE u.oid = t.oid) AS why FROM tt t
- WHERE ${when(CHAIN.types)}`,
-    `SELECT p.oid, n.nspname, p.proname, p.proargtypes::text AS args, p.prorettype, p.proretset,
+ WHERE ${spelled ? 'true' : when(CHAIN.types)}`,
+    ),
+    unless(
+      spelled && !spelled.functionsChanged,
+      `SELECT p.oid, n.nspname, p.proname, p.proargtypes::text AS args, p.prorettype, p.proretset,
        p.provolatile::text AS provolatile, p.prokind::text AS prokind,
        -- The result columns in FROM: OUT/INOUT/TABLE parameters (unnamed ones columnN), else the
        -- attributes of a composite return type (build_function_result_tupdesc_t, 53.39 pg_proc).
@@ -230,7 +286,8 @@ SELECT t.oid, t.nspname, t.typname, (SELECT min(u.why) FROM uc u WHERE u.oid = t
        p.proargmodes IS NOT NULL AND p.proargmodes && '{o,b,t}'::"char"[] AS outparams
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
   LEFT JOIN pg_type rt ON rt.oid = p.prorettype
- WHERE ${userOnly('p.oid')} AND ${when(CHAIN.functions)}`,
+ WHERE ${userOnly('p.oid')} AND ${spelled ? 'true' : when(CHAIN.functions)}`,
+    ),
   ];
 }
 
@@ -256,7 +313,7 @@ export const CATALOG_READS = catalogReads();
  * another path would be made again at every run).
  */
 export const PREPARE_INCREMENTAL = ((): string => {
-  const [, , ...reads] = readStatements(true, false);
+  const [, , ...reads] = readStatements('chain', false);
   const types = 'text, int8[], int[], int8[], int, int, int8[]';
   return [
     `PREPARE ${PREPARED.summary}(${types}) AS ${CHANGED_SUMMARY}`,

@@ -75,7 +75,7 @@ export async function readCatalog(
       if (!(e instanceof NeedsFullRead)) throw e;
     }
   }
-  return build(await run(client, readSql(catalogReads(undefined, throughProxy))), version);
+  return build(await run(client, readSql(catalogReads(throughProxy))), version);
 }
 
 /** Connections that have the statements of {@link PREPARE_INCREMENTAL} (a prepared statement lasts as long as its session). */

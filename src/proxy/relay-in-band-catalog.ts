@@ -1,9 +1,10 @@
 // pgwarden's own catalog reads (and other own statements) on a session's upstream connection, their replies consumed by the relay.
 import pg from 'pg';
+import type { ReadBase } from '../catalog/catalog-changes.js';
+import { type ChangedScope, inBandHead, inBandReads } from '../catalog/catalog-reads.js';
 import {
   buildCatalog,
   CATALOG_READS,
-  catalogReads,
   NeedsFullRead,
   RESULT,
   type ResultRows,
@@ -53,22 +54,50 @@ export abstract class InBandCatalogRelay extends RelayCore {
     const limits = `SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '200ms', true);`;
     const iso = `SELECT current_setting('transaction_isolation') AS iso;`;
     const readBase = base ? readBaseOf(base) : undefined;
-    // One round trip: incremental (the head searches what changed and hands it to the reads
-    // after it, see catalogReads), or everything when there is no base.
-    const reads = readBase ? catalogReads(readBase) : CATALOG_READS;
-    const results = await this.internalRows(`${open}${limits}${reads}${iso}${close}`);
-    if (!results) {
-      // A read that failed half-way leaves a transaction open (idle) or aborted (inside the
-      // client's): put the session back as it was before answering.
-      this.cleanUpInternal(inTx);
-      return null;
+    const t0 = performance.now();
+    let got: ResultRows[];
+    let level: string | undefined;
+    if (readBase) {
+      // Incremental, in two round trips: the head searches what changed, then the reads take its
+      // answer spelled out. Nothing is handed on through settings: a `set_config` in the client's
+      // session would leave a `pgwarden_catalog.*` placeholder behind (SHOW, current_setting).
+      const first = await this.internalRows(`${open}${limits}${inBandHead(readBase)}`);
+      const headRow = first?.[2]?.rows[0] as Parameters<typeof changedScope>[0] | undefined;
+      const scope = headRow ? changedScope(headRow, readBase) : undefined;
+      const rest = scope ? await this.internalRows(`${inBandReads(scope)}${iso}${close}`) : null;
+      if (!first?.[2] || !rest) {
+        // A read that failed half-way leaves a transaction open (idle) or aborted (inside the
+        // client's): put the session back as it was before answering.
+        this.cleanUpInternal(inTx);
+        return null;
+      }
+      got = [first[2], ...rest.slice(0, RESULT.count - 1)];
+      level = (rest[RESULT.count - 1]?.rows[0] as { iso?: string } | undefined)?.iso;
+    } else {
+      const results = await this.internalRows(`${open}${limits}${CATALOG_READS}${iso}${close}`);
+      if (!results) {
+        this.cleanUpInternal(inTx);
+        return null;
+      }
+      got = results.slice(2, 2 + RESULT.count);
+      level = (results[2 + RESULT.count]?.rows[0] as { iso?: string } | undefined)?.iso;
     }
+    const queried = performance.now();
     try {
-      const got = results.slice(2, 2 + RESULT.count);
-      const level = (results[2 + RESULT.count]?.rows[0] as { iso?: string } | undefined)?.iso;
       if (level !== 'read committed')
         throw new Error(`transaction isolation ${level}: catalog rows would be stale`);
-      return buildCatalog(got, version, readBase ? base : undefined);
+      const catalog = buildCatalog(got, version, readBase ? base : undefined);
+      this.o.log.debug(
+        {
+          event: 'in-band-catalog-read',
+          incremental: readBase !== undefined,
+          relations: catalog.relations.size,
+          ms: Math.round((performance.now() - t0) * 10) / 10,
+          query_ms: Math.round((queried - t0) * 10) / 10,
+        },
+        'in-band catalog read',
+      );
+      return catalog;
     } catch (e) {
       // A change the incremental read cannot apply: read everything (the connection is free again).
       if (e instanceof NeedsFullRead) return this.readInBandCatalog(version);
@@ -192,4 +221,22 @@ export abstract class InBandCatalogRelay extends RelayCore {
     }
     return true;
   }
+}
+
+/**
+ * What the reads after an in-band head read again (its row: `reread` as int8 text), or undefined
+ * when the row is not a summary. The base's system types running user code seed the types read.
+ */
+function changedScope(
+  row: { reread?: unknown[]; types_changed?: boolean; functions_changed?: boolean },
+  base: ReadBase,
+): ChangedScope | undefined {
+  if (!Array.isArray(row.reread) || typeof row.types_changed !== 'boolean') return undefined;
+  if (typeof row.functions_changed !== 'boolean') return undefined;
+  return {
+    reread: row.reread.map(Number),
+    typesChanged: row.types_changed,
+    functionsChanged: row.functions_changed,
+    systemUserCode: base.systemUserCodeTypes,
+  };
 }

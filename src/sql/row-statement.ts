@@ -8,7 +8,6 @@ import {
   ownSchemaDenial,
 } from './catalog-allowlist.js';
 import { checkFunction } from './function-allowlist.js';
-import { currentSettingRefusal } from './internal-settings.js';
 import type { RowNodeType } from './query-analyzer.js';
 import { analyzeSetConfigCalls } from './set-config.js';
 import {
@@ -135,9 +134,6 @@ export function analyzeRowStatement(
     const r = result.refusal;
     return { ...analysis, refusal: r.location === undefined ? r : { ...r, location: toChar(r.location) } };
   }
-  // pgwarden's own catalog settings read as Postgres reads a setting that does not exist.
-  const internal = currentSettingRefusal(node, functions);
-  if (internal) return { ...analysis, refusal: internal };
   if (needsSetConfig) {
     const readsPgSettings =
       result.catalogRelations.length === 1 && result.catalogRelations[0] === 'pg_catalog.pg_settings';

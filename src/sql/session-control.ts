@@ -1,7 +1,6 @@
 // Session-control statements: transactions, SET/RESET/SHOW, DISCARD, prepared statements and cursors (no permission needed).
 
 import type { ColumnUse, SessionEffect, StatementAnalysis } from './analysis-types.js';
-import { isInternalSetting, unknownSettingRefusal } from './internal-settings.js';
 import { constText } from './node-values.js';
 import { searchPathFromSetArgs } from './search-path-text.js';
 import {
@@ -132,15 +131,12 @@ export function variableSetStatement(n: Fields, ctx: StatementContext): Statemen
 }
 
 /**
- * SHOW name / SHOW ALL: no permission. `SHOW pgwarden_catalog.*` is answered as Postgres answers a
- * setting that does not exist (42704, internal-settings.ts): the placeholders pgwarden's in-band
- * catalog read leaves in the session are not the caller's.
+ * SHOW name / SHOW ALL: no permission. Postgres answers an unknown name itself (42704); pgwarden's
+ * own catalog reads leave no `pgwarden_catalog.*` placeholder in a client's session (the in-band
+ * read hands nothing on through settings, relay-in-band-catalog.ts), so there is none to hide.
  */
-export function showStatement(n: Fields, ctx: StatementContext): StatementAnalysis {
-  const name = typeof n.name === 'string' ? n.name : '';
-  return isInternalSetting(name)
-    ? refusedStatement(ctx, unknownSettingRefusal(name), 'SESSION')
-    : sessionStatement(ctx);
+export function showStatement(_n: Fields, ctx: StatementContext): StatementAnalysis {
+  return sessionStatement(ctx);
 }
 
 /** DISCARD ALL resets the session (search_path, prepared statements, cursors); PLANS/SEQUENCES/TEMP: no effect tracked. */

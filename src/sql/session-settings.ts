@@ -119,7 +119,8 @@ export function checkTextSetting(name: string, value: string | null): AnalysisRe
 /**
  * `pgwarden.*` settings (pgwarden.identity, pgwarden.roles) are given to the upstream session at
  * startup as its reset values, for row-level security per viewer (issue 8); `pgwarden_catalog.*`
- * carry what changed between the statements of pgwarden's own in-band catalog read (catalog-reads.ts).
+ * carry what changed between the statements of pgwarden's own catalog reads on its catalog
+ * connection (catalog-changes.ts CHAIN).
  * No statement may change either, whatever the caller's permissions. Input: the lower-case setting name.
  */
 export function isPgwardenSetting(setting: string): boolean {

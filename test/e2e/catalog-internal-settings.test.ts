@@ -1,4 +1,4 @@
-// Issue 15: after pgwarden read the catalog on a session's own connection, SHOW and current_setting of pgwarden_catalog.* answer 42704 as a direct connection does, not the placeholder's ''.
+// Issue 15: after pgwarden read the catalog on a session's own connection, SHOW and current_setting of pgwarden_catalog.* answer as a direct connection does (42704, NULL with missing_ok): the read leaves no setting behind.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
@@ -31,12 +31,24 @@ describe('pgwarden_catalog.* after an in-band catalog read', () => {
     await direct.connect();
     const dba = await proxy.client('dba');
     try {
-      // DDL in a transaction: the next statement is analyzed with a catalog read on dba's own
-      // connection, which sets the pgwarden_catalog.* settings locally.
+      // DDL in a transaction: the next statement is analyzed with an incremental catalog read on
+      // dba's own connection (twice: after CREATE, after ALTER).
       await dba.query('BEGIN');
       await dba.query(`CREATE TABLE ${table} (id int)`);
       expect((await dba.query(`SELECT id FROM ${table}`)).rows).toEqual([]);
+      await dba.query(`ALTER TABLE ${table} ADD COLUMN v text`);
+      expect((await dba.query(`SELECT id, v FROM ${table}`)).rows).toEqual([]);
+      const missingOk = async () => {
+        for (const name of ['reread', 'types_changed', 'functions_changed', 'system_user_code']) {
+          const sql = `SELECT current_setting('pgwarden_catalog.${name}', true) AS v`;
+          expect((await direct.query(sql)).rows, sql).toEqual([{ v: null }]);
+          expect((await dba.query(sql)).rows, sql).toEqual([{ v: null }]);
+        }
+      };
+      // Inside the transaction (missing_ok: no error to end it), and after it.
+      await missingOk();
       await dba.query('ROLLBACK');
+      await missingOk();
       for (const sql of [
         'SHOW pgwarden_catalog.reread',
         'SHOW pgwarden_catalog.types_changed',
