@@ -330,7 +330,11 @@ export class CatalogSource {
       st.granted = catalog;
       return;
     }
-    const granting: Promise<void> = this.afterRead(database, catalog)
+    const afterRead = this.afterRead;
+    // Started once the statements waiting for this read have gone on (their analysis runs first,
+    // on the same event loop); callers that need its grants wait for `granting`, set now.
+    const granting: Promise<void> = new Promise<void>((r) => setImmediate(r))
+      .then(() => afterRead(database, catalog))
       .catch(() => undefined)
       .then(() => {
         if (!st.granted || catalog.version > st.granted.version) st.granted = catalog;

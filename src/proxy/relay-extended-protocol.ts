@@ -237,12 +237,24 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
     this.startBatch();
     const portal = this.portalFor(e.portal);
     if (portal instanceof Promise) return portal.then((p) => this.executePortal(f, p));
-    this.executePortal(f, portal);
+    return this.executePortal(f, portal);
+  }
+
+  private executePortal(f: Frame, portal: PortalEntry | Refusal): Promise<void> | undefined {
+    if ('sqlstate' in portal) {
+      this.refuseExtended(portal);
+      return undefined;
+    }
+    // A statement that may change the catalog runs at Execute: like a Query or Parse of one, it
+    // waits for a grant sync running (issue 15: a portal bound before the sync began, a prepared
+    // DDL executed again, must not race the sync's GRANTs on the same catalog rows).
+    const wait = portal.plan?.changesCatalog ? this.o.gateSession.manageReady?.() : undefined;
+    if (wait) return wait.then(() => this.sendExecute(f, portal));
+    this.sendExecute(f, portal);
     return undefined;
   }
 
-  private executePortal(f: Frame, portal: PortalEntry | Refusal): void {
-    if ('sqlstate' in portal) return this.refuseExtended(portal);
+  private sendExecute(f: Frame, portal: PortalEntry): void {
     this.expects.push({ t: 'execute', plan: portal.plan, sql: portal.sql, started: performance.now() });
     this.send(f.bytes);
   }

@@ -120,6 +120,7 @@ export class SessionCatalog {
     if (this.granted.granted) return undefined;
     const sync = this.catalogs.syncing(this.database);
     if (!sync) return undefined;
+    this.log.debug({ event: 'manage-wait', database: this.database }, 'waiting for the grant sync');
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, MANAGE_WAIT_MS);

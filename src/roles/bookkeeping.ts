@@ -1,13 +1,20 @@
 // The bookkeeping of set logins: the `pgwarden.role_set_logins` table of a managed database, and the advisory lock.
 import type pg from 'pg';
 
+/** How long a change to managed roles waits for a lock other than the roles lock (ms). */
+export const ROLES_LOCK_TIMEOUT_MS = 1000;
+
 /**
  * The advisory lock every change to managed roles takes (role creation, set logins, grant sync,
  * sweeps), as a transaction lock in the database being changed: two pgwarden instances syncing at
  * once are serialized, and neither errors (issue 17 "Two instances syncing at once").
- * The two keys are 'pgwd' and 17.
+ * The two keys are 'pgwd' and 17. Once it is held, the rest of the transaction waits at most
+ * {@link ROLES_LOCK_TIMEOUT_MS} for any other lock (issue 15: a GRANT on a table whose pg_class row a
+ * client's open transaction has changed waits for that transaction; the sync fails with 55P03
+ * lock_not_available instead, the previous grants stand, and it is tried again). The wait for the
+ * advisory lock itself is not bounded: another instance holding it is bounded the same way.
  */
-export const ROLES_LOCK_SQL = 'SELECT pg_advisory_xact_lock(1885828964, 17)';
+export const ROLES_LOCK_SQL = `SELECT pg_advisory_xact_lock(1885828964, 17); SET LOCAL lock_timeout = '${ROLES_LOCK_TIMEOUT_MS}ms'`;
 
 /**
  * One row per set login this database's workspaces use (seed 002: "A datatable_role_set row with a

@@ -30,7 +30,7 @@ export async function retryTransient<T>(f: () => Promise<T>): Promise<T> {
 
 /**
  * Takes `role` from `held` to `desired` (grant-sync.ts grantDiff) on `c`, inside the caller's
- * transaction: all statements in one message under a savepoint; when one fails because its
+ * transaction: all statements in one message under a savepoint (one round trip); when one fails because its
  * object was dropped meanwhile (DDL behind pgwarden's back, {@link GONE}), again one statement at
  * a time, skipping those whose object is gone (a privilege on it is gone with it; logged). Output:
  * how many statements were applied. Rejects with any other server error (the caller rolls back).
@@ -45,10 +45,12 @@ export async function applyGrants(
 ): Promise<number> {
   const statements = grantDiff(role, held, desired, catalog);
   if (statements.length === 0) return 0;
-  await c.query('SAVEPOINT pgwarden_grants');
+  // One round trip: the savepoint, the statements and its release in one message (an error stops
+  // the message there; the savepoint made before it is rolled back to).
   try {
-    await c.query(statements.join(';\n'));
-    await c.query('RELEASE SAVEPOINT pgwarden_grants');
+    await c.query(
+      `SAVEPOINT pgwarden_grants;\n${statements.join(';\n')};\nRELEASE SAVEPOINT pgwarden_grants`,
+    );
     return statements.length;
   } catch (e) {
     if (!GONE.has((e as { code?: string }).code ?? '')) throw e;

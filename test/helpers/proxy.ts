@@ -63,12 +63,18 @@ export interface TestProxy {
 /** Starts a proxy with `obj` (default: the demo config). Logs go nowhere unless PGWARDEN_TEST_LOG is set. */
 export async function startTestProxy(
   obj: Record<string, unknown> = demoConfigObject(),
-  opts: { logLines?: Record<string, unknown>[]; walls?: WallSwitches; proxy?: ProxyOptions } = {},
+  opts: {
+    logLines?: Record<string, unknown>[];
+    /** The level of what goes to `logLines` (default info). */
+    logLevel?: 'info' | 'debug';
+    walls?: WallSwitches;
+    proxy?: ProxyOptions;
+  } = {},
 ): Promise<TestProxy> {
   const lines = opts.logLines;
   const logger = lines
     ? pino(
-        { level: 'info' },
+        { level: opts.logLevel ?? 'info' },
         { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) },
       )
     : pino({ level: process.env.PGWARDEN_TEST_LOG ?? 'silent' });
