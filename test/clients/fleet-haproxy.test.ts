@@ -33,6 +33,8 @@ let haproxy: Haproxy;
 let lbPort = 0;
 /** The instances, each with its admin API, audit file and fleet slot. */
 const instances: { served: Served; admin: string; audit: string; slot: number; killed?: boolean }[] = [];
+/** Every `pgwarden serve` this suite started, whether or not its start-up finished. */
+const spawned: Served[] = [];
 
 function benchUrl(user = 'pgwarden_app', password = DEMO_APP_PASSWORD): string {
   const { host, port } = inject('pg');
@@ -61,6 +63,7 @@ beforeAll(async () => {
     cfg.databases = { ...(cfg.databases as object), [bench]: { url: benchUrl() } };
     cfg.limits = { ...(cfg.limits as object), max_pending_per_address: 512 };
     const served = await serveProcess(cfg, path.join(dir, `instance-${i}.yaml`), ['--admin', '127.0.0.1:0']);
+    spawned.push(served);
     // Port 0: the kernel picks it as the admin API binds (a port chosen beforehand could be taken meanwhile).
     const adminPort = (await served.waitFor((l) => l.event === 'admin-listening')).port as number;
     const joined = await served.waitFor((l) => l.event === 'fleet-joined');
@@ -90,8 +93,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await haproxy?.stop();
-  for (const i of instances) if (!i.killed) i.served.child.kill('SIGTERM');
-  await Promise.all(instances.map((i) => i.served.exited));
+  // Every process started, also those of a start-up that failed half-way: none is left running.
+  for (const served of spawned)
+    if (served.child.exitCode === null && served.child.signalCode === null) served.child.kill('SIGTERM');
+  await Promise.all(spawned.map((served) => served.exited));
   await store?.drop();
   await benchDb?.drop();
   fs.rmSync(dir, { recursive: true, force: true });

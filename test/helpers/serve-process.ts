@@ -44,6 +44,16 @@ export async function stopChild(child: ChildProcess, exited: Promise<unknown>): 
 }
 
 /**
+ * Every `pgwarden serve` child not yet exited. When a suite's hooks time out on a loaded machine its
+ * afterAll may never stop what its beforeAll started; the test worker's exit kills what is left, so
+ * no orphan keeps the shared PostgreSQL's connections (or the machine's CPU) after the file ends.
+ */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+/**
  * Writes `cfg` (its `listen` set to port 0 of 127.0.0.1: the kernel picks the port as the proxy
  * binds, so no other test's connection or server can take it between choice and bind, which a port
  * chosen beforehand allowed) to `file`, spawns `pgwarden serve --config file
@@ -63,6 +73,8 @@ export async function serveProcess(
     env: testEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   const lines: Record<string, unknown>[] = [];
   const raw: string[] = [];
   let buf = '';
