@@ -19,6 +19,8 @@ export interface PreparedEntry {
   readonly policy: Config;
   /** The text prepared upstream (the rewritten one under mask at read). */
   readonly sent: string;
+  /** The parameter type OIDs of its Parse (to prepare the unnamed statement again upstream). */
+  readonly paramTypes?: readonly number[];
 }
 
 /**
@@ -62,6 +64,8 @@ export type Expect =
   /** pgwarden's closing statement of a staged string: only its error and ReadyForQuery reach the client. */
   | { readonly t: 'finish' }
   | { readonly t: 'parse'; readonly entry: PreparedEntry; readonly undo: MapUndo }
+  /** pgwarden's own Parse of the unnamed statement again (after its own Simple Query dropped it upstream): ParseComplete consumed. */
+  | { readonly t: 'reparse' }
   | { readonly t: 'bind'; readonly undo: MapUndo }
   | { readonly t: 'describe'; readonly plan: StatementPlan | null }
   | {

@@ -88,6 +88,7 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
       catalogVersion: result.catalog.version,
       policy: this.o.gateSession.config,
       sent: result.sent?.text ?? sql,
+      paramTypes,
     };
     // Kept until Close, DEALLOCATE, DISCARD ALL or the session's end: counted against the memory
     // budget, and refused (53200, that Parse only) when it does not fit (issue 16 item 2).
@@ -104,6 +105,7 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
     // is put back as it was if the upstream refuses the Parse (or skips it after an earlier error).
     this.expects.push({ t: 'parse', entry, undo: new MapUndo(this.statements, name) });
     this.statements.set(name, entry);
+    if (name === '') this.unnamedDroppedUpstream = false;
     this.o.gateSession.names.prepared.delete(name);
     // Mask at read: the statement prepared upstream is the rewritten text (wall 2).
     if (result.sent) this.sendWithText(result.sent, (text) => encodeParse(name, text, paramTypes));
@@ -144,7 +146,7 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
           entry.pathVersion === this.o.gateSession.paths.version &&
           entry.catalogVersion === current.version))
     ) {
-      this.bound(f, b.portal, entry);
+      this.bound(f, b.portal, entry, b.statement);
       return undefined;
     }
     // DESIGN.md: a decision made at Parse is made again at Bind when the search_path, the catalog
@@ -170,16 +172,24 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
           catalogVersion: result.catalog.version,
           policy: this.o.gateSession.config,
           sent: entry.sent,
+          ...(entry.paramTypes ? { paramTypes: entry.paramTypes } : {}),
         };
         this.statements.set(b.statement, again);
-        this.bound(f, b.portal, again);
+        this.bound(f, b.portal, again, b.statement);
       },
       this.refuseExtended,
     );
   }
 
   /** A Bind of `portal` to the prepared statement `e`, decided: the portal exists from now on (see MapUndo). */
-  private bound(f: Frame, portal: string, e: PreparedEntry): void {
+  private bound(f: Frame, portal: string, e: PreparedEntry, statement: string): void {
+    // pgwarden's own Simple Query (an in-band catalog read) dropped the unnamed statement upstream,
+    // where Postgres alone would still hold it: prepared again, as decided, before the Bind.
+    if (statement === '' && this.unnamedDroppedUpstream) {
+      this.unnamedDroppedUpstream = false;
+      this.expects.push({ t: 'reparse' });
+      this.send(encodeParse('', e.sent, e.paramTypes ?? []));
+    }
     this.expects.push({ t: 'bind', undo: new MapUndo(this.portals, portal) });
     let entry = portalEntries.get(e);
     if (!entry) {

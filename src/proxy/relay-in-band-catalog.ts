@@ -109,6 +109,19 @@ export abstract class InBandCatalogRelay extends RelayCore {
     }
   }
 
+  /**
+   * Set when pgwarden's own Simple Query went upstream: Postgres drops the unnamed prepared
+   * statement at every Simple Query (exec_simple_query), so the client's, which pgwarden still
+   * holds, must be prepared again before its next Bind (extended protocol relay).
+   */
+  protected unnamedDroppedUpstream = false;
+
+  /** Sends `sql` as one of pgwarden's own Simple Queries (its replies are consumed by the caller's expect). */
+  private sendInternalQuery(sql: string): void {
+    this.unnamedDroppedUpstream = true;
+    this.send(encodeQuery(sql));
+  }
+
   /** Sends one of pgwarden's own Simple Queries; resolves its result sets, or null when it failed. */
   private internalRows(sql: string): Promise<ResultRows[] | null> {
     return new Promise((resolve) => {
@@ -121,7 +134,7 @@ export abstract class InBandCatalogRelay extends RelayCore {
         failed: false,
         done: resolve,
       });
-      this.send(encodeQuery(sql));
+      this.sendInternalQuery(sql);
     });
   }
 
@@ -140,7 +153,7 @@ export abstract class InBandCatalogRelay extends RelayCore {
         failed: false,
         done: (results) => resolve(results !== null),
       });
-      this.send(encodeQuery(sql));
+      this.sendInternalQuery(sql);
     });
   }
   /**
@@ -170,10 +183,8 @@ export abstract class InBandCatalogRelay extends RelayCore {
       failed: false,
       done: () => {},
     });
-    this.send(
-      encodeQuery(
-        inTx ? 'ROLLBACK TO SAVEPOINT pgwarden_catalog;RELEASE SAVEPOINT pgwarden_catalog;' : 'ROLLBACK;',
-      ),
+    this.sendInternalQuery(
+      inTx ? 'ROLLBACK TO SAVEPOINT pgwarden_catalog;RELEASE SAVEPOINT pgwarden_catalog;' : 'ROLLBACK;',
     );
   }
 

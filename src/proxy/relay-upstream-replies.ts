@@ -290,6 +290,10 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
       case 'parse':
         if (f.code === BackendCode.ParseComplete) this.expects.shift();
         return f.bytes;
+      case 'reparse':
+        if (f.code !== BackendCode.ParseComplete) return f.bytes;
+        this.expects.shift();
+        return null;
       case 'bind':
         if (f.code === BackendCode.BindComplete) this.expects.shift();
         return f.bytes;

@@ -1,0 +1,34 @@
+// The client's unnamed prepared statement outlives pgwarden's in-band catalog read: Postgres drops it at every Simple Query, pgwarden prepares it again.
+import { expect, test } from 'vitest';
+import { bind, execute, parse, sync } from '../../src/wire/frontend-encode.js';
+import { cells, errorCodes } from '../helpers/outcomes.js';
+import { useProxyFixture } from '../helpers/proxy-fixture.js';
+
+const fx = useProxyFixture({
+  setup: 'drop schema if exists unnamed_reparse cascade; create schema unnamed_reparse',
+  teardown: 'drop schema if exists unnamed_reparse cascade',
+});
+
+test('a Bind of the unnamed statement after DDL and an in-band catalog read in a transaction runs it (was 26000)', async () => {
+  const c = await fx.raw('dba');
+  try {
+    const batch = async (...m: Buffer[]) => {
+      c.write(Buffer.concat([...m, sync()]));
+      return c.untilReady(60_000);
+    };
+    const run = (name: string, sql: string) => [parse(name, sql), bind({ statement: name }), execute()];
+    expect(cells(await batch(...run('', 'select 1 as one')))).toEqual(['1']);
+    expect(errorCodes(await batch(...run('b', 'begin')))).toEqual([]);
+    expect(errorCodes(await batch(...run('d', 'create table unnamed_reparse.t (x int)')))).toEqual([]);
+    // A named statement over the new table: pgwarden reads the catalog in-band (a Simple Query upstream).
+    expect(errorCodes(await batch(...run('q', 'select x from unnamed_reparse.t')))).toEqual([]);
+    // Postgres alone still holds the unnamed statement here.
+    const again = await batch(bind({ statement: '' }), execute());
+    expect(errorCodes(again)).toEqual([]);
+    expect(cells(again)).toEqual(['1']);
+    expect(cells(await batch(bind({ statement: '' }), execute()))).toEqual(['1']);
+    expect(errorCodes(await batch(...run('r', 'rollback')))).toEqual([]);
+  } finally {
+    c.end();
+  }
+});
