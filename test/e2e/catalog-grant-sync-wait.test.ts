@@ -1,10 +1,10 @@
 // Issue 15: after DDL under roles: managed, the url login's next statement does not wait for the grant sync (its DDL does, also a prepared one at Execute, never racing the sync's GRANTs); a set login's statement naming the new table waits for it, then runs; the sync never waits long on a client's lock.
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Catalog } from '../../src/catalog/types.js';
 import { decodeCommandComplete } from '../../src/wire/backend.js';
 import { BackendCode } from '../../src/wire/codes.js';
 import { bind, execute, parse, query, sync } from '../../src/wire/frontend-encode.js';
+import { superuserClient } from '../helpers/drivers/tools.js';
 import { demoConfigObject, startTestProxy, type TestProxy } from '../helpers/proxy.js';
 import { RawClient, statusOf } from '../helpers/raw-client.js';
 
@@ -178,15 +178,7 @@ describe('a prepared DDL statement and the grant sync', () => {
 describe('the grant sync and a lock a client holds', () => {
   it("fails with 55P03 after the roles lock timeout instead of waiting for the client's transaction, and syncs once it ends", async () => {
     const t = `${table}_lock`;
-    const { host, port, superuser, superuserPassword } = inject('pg');
-    const direct = new pg.Client({
-      host,
-      port,
-      user: superuser,
-      password: superuserPassword,
-      database: 'demo',
-    });
-    await direct.connect();
+    const direct = await superuserClient('demo');
     const dba = await proxy.client('dba');
     // alice's set login exists: the sync after CREATE TABLE grants her SELECT on the new table.
     const alice = await proxy.client('alice');
