@@ -182,14 +182,22 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
   }
 
   /** A Bind of `portal` to the prepared statement `e`, decided: the portal exists from now on (see MapUndo). */
+  /**
+   * Before a message that names prepared statement `statement` upstream (Bind, Describe 'S'): when
+   * it is the unnamed one and pgwarden's own Simple Query (an in-band catalog read) dropped it
+   * upstream, where Postgres alone would still hold it, it is prepared again as decided (`e.sent`,
+   * its Parse's parameter types); its ParseComplete is consumed. Source: exec_simple_query drops
+   * the unnamed statement (postgres.c).
+   */
+  private holdUnnamedUpstream(statement: string, e: PreparedEntry): void {
+    if (statement !== '' || !this.unnamedDroppedUpstream) return;
+    this.unnamedDroppedUpstream = false;
+    this.expects.push({ t: 'reparse' });
+    this.send(encodeParse('', e.sent, e.paramTypes ?? []));
+  }
+
   private bound(f: Frame, portal: string, e: PreparedEntry, statement: string): void {
-    // pgwarden's own Simple Query (an in-band catalog read) dropped the unnamed statement upstream,
-    // where Postgres alone would still hold it: prepared again, as decided, before the Bind.
-    if (statement === '' && this.unnamedDroppedUpstream) {
-      this.unnamedDroppedUpstream = false;
-      this.expects.push({ t: 'reparse' });
-      this.send(encodeParse('', e.sent, e.paramTypes ?? []));
-    }
+    this.holdUnnamedUpstream(statement, e);
     this.expects.push({ t: 'bind', undo: new MapUndo(this.portals, portal) });
     let entry = portalEntries.get(e);
     if (!entry) {
@@ -226,6 +234,7 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
         this.refuseExtended({ sqlstate: '26000', message: `prepared statement "${d.name}" does not exist` });
         return undefined;
       }
+      if (found.entry) this.holdUnnamedUpstream(d.name, found.entry);
       this.expects.push({ t: 'describe', plan: found.plan });
       this.send(f.bytes);
       return undefined;
