@@ -12,6 +12,15 @@ import {
   summaryArgs,
 } from './catalog-changes.js';
 
+/**
+ * The path every read runs under (SET LOCAL, undone with its transaction or savepoint): pg_catalog,
+ * then the session's temporary schema named last. Unlisted, Postgres searches the temporary schema
+ * for relations before pg_catalog (5.9.3), so a client's `CREATE TEMP TABLE pg_attribute` would
+ * stand in for the catalog in a read on its own connection (in-band, relay-in-band-catalog.ts).
+ * Functions and operators are never looked up in pg_temp.
+ */
+export const READ_PATH = 'SET LOCAL search_path = pg_catalog, pg_temp';
+
 /** Names the statements of an incremental read are prepared under on a catalog connection: the head, then each read. */
 const PREPARED = {
   summary: 'pgwarden_catalog_summary',
@@ -99,12 +108,12 @@ function readStatements(scope: 'chain' | ChangedScope | undefined, throughProxy:
   const NOTHING = 'SELECT 1 WHERE false';
   const unless = (skip: boolean | undefined, sql: string) => (skip ? NOTHING : sql);
   const noRelations = spelled !== undefined && spelled.reread.length === 0;
-  // After the head, `SET LOCAL search_path = pg_catalog` (undone by COMMIT), as pg_dump does, so
-  // pg_get_viewdef / pg_get_expr / format_type schema-qualify every object outside pg_catalog and
+  // After the head, `SET LOCAL search_path = pg_catalog, pg_temp` (READ_PATH, undone by COMMIT),
+  // as pg_dump does, so pg_get_viewdef / pg_get_expr / format_type schema-qualify every object outside pg_catalog and
   // the definitions read the same whatever path the analysis later runs under.
   return [
     head(undefined, throughProxy),
-    'SET LOCAL search_path = pg_catalog',
+    READ_PATH,
     'SELECT oid, nspname FROM pg_namespace',
     unless(
       noRelations,
@@ -318,7 +327,7 @@ export const PREPARE_INCREMENTAL = ((): string => {
   return [
     `PREPARE ${PREPARED.summary}(${types}) AS ${CHANGED_SUMMARY}`,
     'BEGIN',
-    'SET LOCAL search_path = pg_catalog',
+    READ_PATH,
     ...reads.map((r, i) => `PREPARE ${PREPARED.reads[i]} AS ${r}`),
     'COMMIT;',
   ].join(';\n');
@@ -335,7 +344,7 @@ export const PREPARED_NAMES: readonly string[] = [PREPARED.summary, ...PREPARED.
 export function preparedReads(base: ReadBase): string {
   return [
     `\nEXECUTE ${PREPARED.summary}(${summaryArgs(base).join(', ')})`,
-    'SET LOCAL search_path = pg_catalog',
+    READ_PATH,
     ...PREPARED.reads.map((n) => `EXECUTE ${n}`),
     '',
   ].join(';\n');

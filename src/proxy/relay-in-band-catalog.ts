@@ -1,7 +1,7 @@
 // pgwarden's own catalog reads (and other own statements) on a session's upstream connection, their replies consumed by the relay.
 import pg from 'pg';
 import type { ReadBase } from '../catalog/catalog-changes.js';
-import { type ChangedScope, inBandHead, inBandReads } from '../catalog/catalog-reads.js';
+import { type ChangedScope, inBandHead, inBandReads, READ_PATH } from '../catalog/catalog-reads.js';
 import {
   buildCatalog,
   CATALOG_READS,
@@ -51,8 +51,19 @@ export abstract class InBandCatalogRelay extends RelayCore {
     const close = inTx
       ? 'ROLLBACK TO SAVEPOINT pgwarden_catalog;RELEASE SAVEPOINT pgwarden_catalog;'
       : 'COMMIT;';
-    const limits = `SELECT set_config('statement_timeout', '0', true), set_config('lock_timeout', '200ms', true);`;
+    // Everything runs under READ_PATH (the client's path could put its own schemas, or its
+    // temporary relations, before pg_catalog), except the path the head reports: the client's,
+    // taken first, fully qualified.
+    const limits = `SELECT pg_catalog.set_config('statement_timeout', '0', true), pg_catalog.set_config('lock_timeout', '200ms', true);
+SELECT pg_catalog.current_schemas(false)::pg_catalog.text[] AS path;${READ_PATH};`;
     const iso = `SELECT current_setting('transaction_isolation') AS iso;`;
+    /** The head's result set with the client's path (results[2], taken before READ_PATH) in its row. */
+    const headOf = (rs: ResultRows[]): ResultRows | undefined => {
+      const path = (rs[2]?.rows[0] as { path?: unknown } | undefined)?.path;
+      const h = rs[HEAD_AT];
+      const row = h?.rows[0];
+      return h && row && Array.isArray(path) ? { rows: [{ ...(row as object), path }] } : undefined;
+    };
     const readBase = base ? readBaseOf(base) : undefined;
     const t0 = performance.now();
     let got: ResultRows[];
@@ -62,25 +73,27 @@ export abstract class InBandCatalogRelay extends RelayCore {
       // answer spelled out. Nothing is handed on through settings: a `set_config` in the client's
       // session would leave a `pgwarden_catalog.*` placeholder behind (SHOW, current_setting).
       const first = await this.internalRows(`${open}${limits}${inBandHead(readBase)}`);
-      const headRow = first?.[2]?.rows[0] as Parameters<typeof changedScope>[0] | undefined;
+      const headRows = first ? headOf(first) : undefined;
+      const headRow = headRows?.rows[0] as Parameters<typeof changedScope>[0] | undefined;
       const scope = headRow ? changedScope(headRow, readBase) : undefined;
       const rest = scope ? await this.internalRows(`${inBandReads(scope)}${iso}${close}`) : null;
-      if (!first?.[2] || !rest) {
+      if (!headRows || !rest) {
         // A read that failed half-way leaves a transaction open (idle) or aborted (inside the
         // client's): put the session back as it was before answering.
         this.cleanUpInternal(inTx);
         return null;
       }
-      got = [first[2], ...rest.slice(0, RESULT.count - 1)];
+      got = [headRows, ...rest.slice(0, RESULT.count - 1)];
       level = (rest[RESULT.count - 1]?.rows[0] as { iso?: string } | undefined)?.iso;
     } else {
       const results = await this.internalRows(`${open}${limits}${CATALOG_READS}${iso}${close}`);
-      if (!results) {
-        this.cleanUpInternal(inTx);
+      const headRows = results ? headOf(results) : undefined;
+      if (!results || !headRows) {
+        if (!results) this.cleanUpInternal(inTx);
         return null;
       }
-      got = results.slice(2, 2 + RESULT.count);
-      level = (results[2 + RESULT.count]?.rows[0] as { iso?: string } | undefined)?.iso;
+      got = [headRows, ...results.slice(HEAD_AT + 1, HEAD_AT + RESULT.count)];
+      level = (results[HEAD_AT + RESULT.count]?.rows[0] as { iso?: string } | undefined)?.iso;
     }
     const queried = performance.now();
     try {
@@ -233,6 +246,9 @@ export abstract class InBandCatalogRelay extends RelayCore {
     return true;
   }
 }
+
+/** Where the head's result set is among an in-band read's: after BEGIN/SAVEPOINT, the limits, the path and READ_PATH. */
+const HEAD_AT = 4;
 
 /**
  * What the reads after an in-band head read again (its row: `reread` as int8 text), or undefined
