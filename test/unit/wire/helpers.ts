@@ -1,5 +1,7 @@
-// Test helpers for the wire codec: hex literals, frame payload extraction, error-shape assertions.
+// Test helpers for the wire codec: hex literals, frame payload extraction, error-shape assertions, pg-protocol's parser, sample fields.
+import { Parser } from 'pg-protocol/dist/parser.js';
 import { expect } from 'vitest';
+import type { FieldDescription } from '../../../src/wire/backend.js';
 import { ProtocolError } from '../../../src/wire/protocol-error.js';
 
 /** Buffer from a hex string; spaces are ignored. */
@@ -41,3 +43,25 @@ export function onlyProtocolErrors(fn: () => unknown): void {
     if (!['08P01', '54000', '0A000', '22021', '22023'].includes(err.sqlstate)) throw err;
   }
 }
+
+/** Parses whole backend messages with pg-protocol (an independent implementation). */
+export function pgParse(...msgs: Buffer[]): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  new Parser().parse(Buffer.concat(msgs), (m) => out.push(m as unknown as Record<string, unknown>));
+  return out;
+}
+
+/** RowDescription fields at the edges of the format: an unsigned table OID, a negative attnum and size, binary, an empty name. */
+export const sampleFields: FieldDescription[] = [
+  { name: 'id', tableOid: 16384, columnAttnum: 1, typeOid: 23, typeSize: 4, typeModifier: -1, format: 0 },
+  {
+    name: 'émail',
+    tableOid: 4294967295,
+    columnAttnum: -7,
+    typeOid: 1043,
+    typeSize: -1,
+    typeModifier: 259,
+    format: 1,
+  },
+  { name: '', tableOid: 0, columnAttnum: 0, typeOid: 25, typeSize: -2, typeModifier: -1, format: 0 },
+];
