@@ -31,6 +31,12 @@ export interface RelayOptions {
   readonly cache: AnalysisCache;
   readonly decide: Decider;
   readonly invalidateCatalog: () => void;
+  /**
+   * A COMMIT completed (its CommandComplete): the transaction's DDL is visible to every session
+   * from now, though the Query message may run on (`…; COMMIT; <long statement>`) before its
+   * ReadyForQuery; absent: the change is published at ReadyForQuery only.
+   */
+  readonly committed?: () => void;
   readonly maxMessageBytes: number;
   /** The proxy's budget for buffered large messages (issue 16 item 2); absent: nothing is counted. */
   readonly memory?: MemoryBudget;

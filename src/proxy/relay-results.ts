@@ -91,6 +91,9 @@ export abstract class ResultRelay extends InBandCatalogRelay {
   ): void {
     if (!plan) return;
     this.applyEffects(plan, sql);
+    // Committed now, whatever follows in the message: other sessions must not analyze with the
+    // catalog (nor run under the grants) from before it until its ReadyForQuery.
+    if (plan.effects.some((e) => e.kind === 'commit')) this.o.committed?.();
     // ROLLBACK TO SAVEPOINT may undo DDL: a catalog read inside the transaction before it is stale.
     if (plan.changesCatalog || plan.effects.some((e) => e.kind === 'rollback-to')) this.o.invalidateCatalog();
     this.auditDone(plan, sql, started, tag, sent);

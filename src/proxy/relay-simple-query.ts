@@ -5,6 +5,7 @@ import { BackendCode } from '../wire/codes.js';
 import type { Frame } from '../wire/framer.js';
 import { decodeQuery } from '../wire/frontend.js';
 import { query as encodeQuery } from '../wire/frontend-encode.js';
+import { blankCodePoints, sliceCodePoints } from './code-points.js';
 import type { Expect } from './expected-replies.js';
 import { textToKeep } from './plan-audit.js';
 import { ResultRelay } from './relay-results.js';
@@ -57,6 +58,9 @@ export abstract class SimpleQueryRelay extends ResultRelay {
       }
       return this.staged(result.plans, result.head, result.sent?.text ?? result.head, result.rest, started);
     }
+    const cut = publishingCut(result.plans, this.status);
+    if (cut !== undefined && !this.extendedOpen && this.status !== 'E')
+      return this.inParts(sql, cut, started);
     const kept = textToKeep(sql, result.plans);
     this.expects.push({ t: 'query', plans: result.plans, index: 0, sql: kept, started, sent: this.gatedAt });
     // Mask at read: the rewritten text goes up instead of the caller's (wall 2).
@@ -114,6 +118,60 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     this.batchOpen = false;
     this.finish(inTx ? `RELEASE SAVEPOINT ${STRING_SAVEPOINT}` : 'COMMIT');
     if (inTx) paths.completed([{ kind: 'release', name: STRING_SAVEPOINT }]);
+  }
+
+  /**
+   * Runs a string with a COMMIT before its last statement in two Query messages, cut after the
+   * COMMIT. Postgres flushes a Query's replies only at its ReadyForQuery, so the COMMIT's
+   * CommandComplete would reach pgwarden only after the statements behind it (`BEGIN; CREATE OR
+   * REPLACE VIEW …; COMMIT; SELECT pg_sleep(60)`): all that time other sessions would be analyzed
+   * with the catalog, and set logins would hold the grants, of before the commit. The first part's
+   * ReadyForQuery publishes the change (onTransactionStatus); the rest is decided again with the
+   * catalog of after it and sent with the parts already sent blanked (error positions stay those
+   * of the whole string). As Postgres does, nothing after a statement that failed is run; the
+   * client sees one ReadyForQuery.
+   */
+  private async inParts(sql: string, cut: number, started: number): Promise<void> {
+    const head = sliceCodePoints(sql, 0, cut);
+    const r = await this.gateRest(head);
+    if (!r.ok) {
+      this.batchOpen = false;
+      return this.refuseSimple(r.refusal);
+    }
+    const ran = await new Promise<boolean>((resolve) => {
+      const e: Expect & { t: 'query' } = {
+        t: 'query',
+        plans: r.plans,
+        index: 0,
+        sql: textToKeep(head, r.plans),
+        started,
+        held: (status) => {
+          if (status === 'I') this.portals.clear();
+          this.o.onTransactionStatus(status);
+          const all = e.index >= r.plans.length;
+          resolve(all);
+          // A statement failed: Postgres ran nothing after it; this ReadyForQuery is the client's.
+          return !all;
+        },
+      };
+      this.expects.push(e);
+      this.send(encodeQuery(r.sent?.text ?? head));
+    });
+    if (!ran) {
+      this.batchOpen = false;
+      return;
+    }
+    const rest = blankCodePoints(sql, cut);
+    const next = await this.gateRest(rest);
+    if (!next.ok) {
+      this.batchOpen = false;
+      return this.refuseSimple(next.refusal);
+    }
+    const bytes = encodeQuery(rest);
+    return this.queryAllowed(
+      { f: { code: bytes[0] as number, bytes, payload: bytes.subarray(5) }, sql: rest, started },
+      next,
+    );
   }
 
   /**
@@ -203,4 +261,22 @@ export abstract class SimpleQueryRelay extends ResultRelay {
         return f.bytes;
     }
   }
+}
+
+/**
+ * Where a decided string is cut so that a COMMIT in it publishes its transaction's catalog changes
+ * before the statements behind it run (SimpleQueryRelay.inParts): the code-point offset of the
+ * statement after the first COMMIT (COMMIT PREPARED too) that is not the last statement, when the
+ * transaction may hold DDL (a MANAGE statement up to the COMMIT, or a transaction block already
+ * open: `status` 'T'); else undefined.
+ */
+function publishingCut(plans: readonly StatementPlan[], status: 'I' | 'T' | 'E'): number | undefined {
+  const k = plans.findIndex(
+    (p) =>
+      p.effects.some((e) => e.kind === 'commit') ||
+      (p.statement.nodeType === 'TransactionStmt' && p.statement.kind === 'MANAGE'),
+  );
+  if (k < 0 || k >= plans.length - 1) return undefined;
+  if (status !== 'T' && !plans.slice(0, k + 1).some((p) => p.changesCatalog)) return undefined;
+  return plans[k + 1]?.statement.location;
 }

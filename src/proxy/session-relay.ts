@@ -89,6 +89,7 @@ export function sessionRelay(w: SessionRelayWiring): Relay {
     cache: ctx.analyses,
     decide: (analysis, roles, dctx) => ctx.decisions.decide(analysis, roles, dctx),
     invalidateCatalog: () => catalogs.invalidate(),
+    committed: () => catalogs.transactionStatus('I'),
     maxMessageBytes: w.maxMessageBytes,
     memory: ctx.memory,
     retained,

@@ -2,6 +2,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { DEMO_APP_PASSWORD } from '../../src/embedded/demo.js';
+import type { WallSwitches } from '../../src/policy/wall-switches.js';
 import { ddl } from './ddl.js';
 import { demoConfigObject, startTestProxy, type TestProxy } from './proxy.js';
 import { RawClient } from './raw-client.js';
@@ -53,6 +54,8 @@ export interface ProxyFixtureOptions<U extends string = string> {
   readonly users?: readonly U[];
   /** Keep the proxy's log lines (audit events included) in {@link ProxyFixture.logLines}. */
   readonly log?: boolean;
+  /** Test-only wall switches for this proxy (policy/wall-switches.ts); default: every wall on. */
+  readonly walls?: WallSwitches;
 }
 
 /** The suite's proxy and connections, usable from its tests (not before its beforeAll ran). */
@@ -103,7 +106,10 @@ export function useProxyFixture<U extends string = never>(
         }
       }
     }
-    proxy = await startTestProxy(cfg, opts.log ? { logLines } : {});
+    proxy = await startTestProxy(cfg, {
+      ...(opts.log ? { logLines } : {}),
+      ...(opts.walls ? { walls: opts.walls } : {}),
+    });
     for (const user of opts.users ?? []) users[user] = await proxy.client(user);
   });
 
