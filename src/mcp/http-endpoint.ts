@@ -4,8 +4,8 @@ import type { Logger } from 'pino';
 import type { ApiKeyAuthenticator } from './api-key-auth.js';
 import { JsonResponseTransport, readPost } from './json-response-transport.js';
 import { auditRejectedRequest } from './tool-audit.js';
-import type { ToolContext } from './tools.js';
-import { createMcpServer } from './tools.js';
+import type { ToolContext } from './tool-call.js';
+import { createMcpServer } from './tool-server.js';
 
 /** The path the endpoint serves (the MCP specification's usual `/mcp`). */
 export const MCP_PATH = '/mcp';

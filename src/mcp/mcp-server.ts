@@ -8,7 +8,7 @@ import { startProxy } from '../proxy/server.js';
 import { ApiKeyAuthenticator } from './api-key-auth.js';
 import { type HttpEndpoint, startHttpEndpoint } from './http-endpoint.js';
 import { ProxyPools } from './proxy-pools.js';
-import { createMcpServer } from './tools.js';
+import { createMcpServer } from './tool-server.js';
 
 /** The environment variable that carries the API key token for the stdio transport. */
 export const API_KEY_ENV = 'PGWARDEN_API_KEY';
