@@ -26,6 +26,27 @@ export interface LogFile {
   flushSync(): void;
 }
 
+/** The open log files, flushed synchronously when the process exits (as pino does its own). */
+const openFiles = new Set<ReturnType<typeof pino.destination>>();
+let exitHooked = false;
+
+function flushOnExit(dest: ReturnType<typeof pino.destination>): void {
+  if (!exitHooked) {
+    exitHooked = true;
+    process.once('exit', () => {
+      for (const d of openFiles) {
+        try {
+          d.flushSync();
+        } catch {
+          // A file that broke (its disk gone): nothing more can be written to it.
+        }
+      }
+    });
+  }
+  openFiles.add(dest);
+  dest.once('close', () => openFiles.delete(dest));
+}
+
 /**
  * Renames `file.<keep-1>` → `file.<keep>`, …, `file` → `file.1` (the oldest beyond `keep` is
  * overwritten, so deleted), as logrotate names rotated files. A missing file is skipped.
@@ -42,7 +63,11 @@ function shift(file: string, keep: number): void {
 }
 
 /**
- * Opens `opts.file` for appending through pino.destination (SonicBoom, asynchronous writes). With
+ * Opens `opts.file` for appending through pino.destination (SonicBoom): opened synchronously, so
+ * that a path that cannot be opened throws here (ENOENT, EACCES: the Node error, its `path` the
+ * file) instead of losing every line, and a process that exits at once (a listen address taken)
+ * has an open file for pino's flush on exit (SonicBoom throws "sonic boom is not ready yet" before
+ * its open completes); then written asynchronously. With
  * `maxSizeBytes`, after each write that takes the file to the bound or past it, the file is
  * rotated ({@link shift}) and reopened; the size counts from what the file held when opened. Every
  * worker of `serve --workers N` writes its own lines to the same path (O_APPEND keeps each write
@@ -53,10 +78,14 @@ function shift(file: string, keep: number): void {
 export function openLogFile(opts: LogFileOptions, onError: (e: Error) => void = () => {}): LogFile {
   const dest = pino.destination({
     dest: opts.file,
-    sync: false,
+    sync: true,
     minLength: opts.minLength ?? 0,
     mkdir: true,
   });
+  // SonicBoom reads `sync` at every write and reopen: from here on, asynchronous; pino flushes on
+  // exit only the destinations it made asynchronous, so this one is flushed by flushOnExit.
+  (dest as unknown as { sync: boolean }).sync = false;
+  flushOnExit(dest);
   const sizeOf = (p: string) => {
     try {
       return fs.statSync(p);

@@ -1,7 +1,7 @@
 // `pgwarden serve`: one proxy process, or with --workers N a node:cluster primary and its workers.
 import { makeFileLogger, makeLogger } from '../logger.js';
 import { EXIT_CONFIG, loadOrExit } from './command-outcome.js';
-import { logFileOf, serve } from './serve-run.js';
+import { logFileOf, openLogOrExit, serve } from './serve-run.js';
 
 /** The options of `pgwarden serve` (commander's: `--workers` as typed). */
 export interface ServeCommandOptions {
@@ -30,7 +30,9 @@ export async function serveAction(opts: ServeCommandOptions): Promise<void> {
     // The primary logs where its workers do (log.file, reopened on SIGHUP as theirs are).
     const config = loadOrExit(opts.config, undefined);
     const logFile = logFileOf(config.config.log, config.file);
-    const fileLogger = logFile ? makeFileLogger(logFile) : undefined;
+    const fileLogger = logFile
+      ? openLogOrExit('serve', 'log.file', logFile.file, () => makeFileLogger(logFile))
+      : undefined;
     if (fileLogger) process.on('SIGHUP', () => fileLogger.file.reopen());
     const primaryLogger = fileLogger?.logger ?? logger;
     for (const w of config.warnings) primaryLogger.warn({ event: 'config-warning' }, w);

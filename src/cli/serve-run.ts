@@ -50,6 +50,23 @@ function listenHint(e: unknown, listen: string, how: string): string | undefined
   return undefined;
 }
 
+/**
+ * Runs `open` (a log file's opening: `log.file`, `audit.file`) and returns what it returns; when
+ * the file cannot be opened (a folder that cannot be made, no write permission) prints `pgwarden
+ * <command>: cannot open <key> <path>: <error>` and exits 2 (EXIT_CONFIG): lines that could not be
+ * written must not be lost silently. Other errors are thrown.
+ */
+export function openLogOrExit<T>(command: string, key: string, file: string, open: () => T): T {
+  try {
+    return open();
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    if (typeof err.code !== 'string') throw e;
+    process.stderr.write(`pgwarden ${command}: cannot open ${key} ${file}: ${err.message}\n`);
+    process.exit(EXIT_CONFIG);
+  }
+}
+
 /** How `serve` runs: for `pgwarden serve`, a worker of `serve --workers`, or `pgwarden demo`. */
 export interface ServeOptions {
   pretty?: boolean | undefined;
@@ -70,9 +87,11 @@ export interface ServeOptions {
  * admin listener, fleet, policy source and logs close; exit 0) and reloads the config on SIGHUP
  * (an invalid file is logged as `reload-failed` and the old one stays). Resolves to the running
  * proxy, the config it started from and the admin API's address when `opts.admin` is given.
- * Exits 2 when a wall is switched off (test build), the config cannot be used, or the listen
- * address cannot be bound (`listenHint`); exits 1 when the policy store or the fleet cannot be
- * reached; other start-up errors are thrown.
+ * Exits 2 when a wall is switched off (test build), the config cannot be used, a log or audit
+ * file cannot be opened, or the listen address cannot be bound (`listenHint`); exits 1 when the
+ * policy store or the fleet cannot be reached, or the proxy does not start (its message on
+ * stderr, e.g. a managed database's administration login without CREATEROLE); other start-up
+ * errors are thrown.
  */
 export async function serve(
   file: string,
@@ -87,7 +106,9 @@ export async function serve(
   const instance = loadOrExit(file, undefined);
   // With `log.file`, the process log goes there (JSON lines; SIGHUP reopens it).
   const logFile = logFileOf(instance.config.log, instance.file);
-  const fileLogger = logFile ? makeFileLogger(logFile) : undefined;
+  const fileLogger = logFile
+    ? openLogOrExit(opts.command, 'log.file', logFile.file, () => makeFileLogger(logFile))
+    : undefined;
   const logger = fileLogger
     ? opts.worker
       ? fileLogger.logger.child({ worker: opts.worker.index })
@@ -96,7 +117,10 @@ export async function serve(
   for (const w of instance.warnings) logger.warn({ event: 'config-warning' }, w);
   for (const w of await upstreamLoginWarnings(instance.config.databases, path.dirname(instance.file)))
     logger.warn({ event: 'upstream-login' }, w);
-  const audit = makeAuditLogger(logFileOf(instance.config.audit, instance.file), { pretty: opts.pretty });
+  const auditFile = logFileOf(instance.config.audit, instance.file);
+  const audit = openLogOrExit(opts.command, 'audit.file', auditFile?.file ?? '', () =>
+    makeAuditLogger(auditFile, { pretty: opts.pretty }),
+  );
   let proxy: ProxyServer | undefined;
   const source = await servePolicy(instance, logger, (next) => proxy?.reload(next));
   const fleet = await joinFleetOrExit(instance, logger, opts.worker);
@@ -124,13 +148,15 @@ export async function serve(
       shutdown: () => (opts.worker ? opts.worker.shutdownAll() : void stop('SHUTDOWN')),
     });
   } catch (e) {
+    // A listen address that cannot be bound (exit 2), or a database the proxy cannot serve (exit
+    // 1: a managed database's administration login lacking a privilege, whose message says which).
     const hint = listenHint(e, instance.config.listen, opts.how);
-    if (!hint) throw e;
     await fleet.close();
     await source?.close();
     await opts.onStop?.();
-    process.stderr.write(`pgwarden ${opts.command}: ${hint}\n`);
-    process.exit(EXIT_CONFIG);
+    audit.close();
+    process.stderr.write(`pgwarden ${opts.command}: ${hint ?? (e as Error).message}\n`);
+    process.exit(hint ? EXIT_CONFIG : 1);
   }
   const running = proxy;
   await fleet.listening(running.address);

@@ -1,4 +1,4 @@
-// The pgwarden command: exit code 2 on a bad config, superuser warning, SIGHUP reload, no TLS, SIGTERM, passwd, demo.
+// The pgwarden command: exit code 2 on a bad config, a listen port taken or a log file that cannot be opened, 1 on a database it cannot serve; superuser warning, SIGHUP reload, no TLS, SIGTERM, passwd, demo.
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -87,26 +87,93 @@ describe('pgwarden serve', () => {
     expect(await s.exited).toBe(0);
   });
 
-  test('a listen port already taken: the hint to choose another address, exit 2', async () => {
-    const taken = net.createServer();
-    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
-    const port = (taken.address() as net.AddressInfo).port;
+  // With log and audit files, pino's flush at exit once threw "sonic boom is not ready yet" (the
+  // files were still being opened) after the hint.
+  test.each([
+    ['stderr', {}],
+    [
+      'log and audit files',
+      { log: { file: 'busy-logs/pgwarden.log' }, audit: { file: 'busy-logs/audit.jsonl' } },
+    ],
+  ])(
+    'a listen port already taken, logs on %s: the hint to choose another address, exit 2',
+    async (_, logs) => {
+      const taken = net.createServer();
+      await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
+      const port = (taken.address() as net.AddressInfo).port;
+      try {
+        const cfg: Record<string, unknown> = { ...demoConfigObject(), ...logs };
+        cfg.listen = `127.0.0.1:${port}`;
+        // roles: single: nothing is set up upstream before the listen fails.
+        delete (cfg.databases as Record<string, Record<string, unknown>>).demo!.roles;
+        const file = path.join(dir, 'busy.yaml');
+        fs.writeFileSync(file, YAML.stringify(cfg));
+        const r = spawnSync(process.execPath, [BIN, 'serve', '--config', file], {
+          env: testEnv(),
+          encoding: 'utf8',
+          timeout: 60_000,
+        });
+        expect(r.status).toBe(2);
+        expect(r.stderr.trim().split('\n').at(-1)).toBe(
+          `pgwarden serve: cannot listen on 127.0.0.1:${port}: the port is taken (another pgwarden, or npm start?). Choose another listen address in ${file}.`,
+        );
+      } finally {
+        taken.close();
+      }
+    },
+  );
+
+  test('an audit file that cannot be opened: named on stderr, exit 2 (its lines are not lost silently)', () => {
+    // Its folder would be a file: mkdir fails (EEXIST), as a folder without write permission would.
+    const file = path.join(dir, 'unopenable.yaml');
+    fs.writeFileSync(path.join(dir, 'not-a-folder'), '');
+    fs.writeFileSync(
+      file,
+      YAML.stringify({ ...demoConfigObject(), audit: { file: 'not-a-folder/audit.jsonl' } }),
+    );
+    const r = spawnSync(process.execPath, [BIN, 'serve', '--config', file], {
+      env: testEnv(),
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(r.status).toBe(2);
+    expect(r.stderr.trim().split('\n').at(-1)).toBe(
+      `pgwarden serve: cannot open audit.file ${path.join(dir, 'not-a-folder/audit.jsonl')}: EEXIST: file already exists, mkdir '${path.join(dir, 'not-a-folder')}'`,
+    );
+  });
+
+  test('a managed database whose login lacks CREATEROLE: the message on stderr without a stack trace, exit 1', async () => {
+    const pgInfo = inject('pg');
+    const su = new pg.Client({
+      connectionString: `postgres://${pgInfo.superuser}:${pgInfo.superuserPassword}@127.0.0.1:${pgInfo.port}/postgres`,
+    });
+    await su.connect();
+    const login = `cli_nocreate_${process.pid}`;
+    await su.query(`DROP ROLE IF EXISTS ${login}`);
+    await su.query(`CREATE ROLE ${login} LOGIN PASSWORD 'nocreate'`);
     try {
       const cfg = demoConfigObject();
-      cfg.listen = `127.0.0.1:${port}`;
-      const file = path.join(dir, 'busy.yaml');
+      cfg.databases = {
+        demo: { url: `postgres://${login}:nocreate@127.0.0.1:${pgInfo.port}/demo`, roles: 'managed' },
+      };
+      const file = path.join(dir, 'nocreate.yaml');
       fs.writeFileSync(file, YAML.stringify(cfg));
       const r = spawnSync(process.execPath, [BIN, 'serve', '--config', file], {
         env: testEnv(),
         encoding: 'utf8',
         timeout: 60_000,
       });
-      expect(r.status).toBe(2);
-      expect(r.stderr.trim().split('\n').at(-1)).toBe(
-        `pgwarden serve: cannot listen on 127.0.0.1:${port}: the port is taken (another pgwarden, or npm start?). Choose another listen address in ${file}.`,
+      expect(r.status).toBe(1);
+      const last = r.stderr.trim().split('\n').at(-1);
+      expect(last).toMatch(
+        new RegExp(
+          `^pgwarden serve: database demo: roles: managed needs an administration login with CREATEROLE, and "${login}" lacks CREATEROLE: `,
+        ),
       );
+      expect(r.stderr).not.toMatch(/^\s+at /m);
     } finally {
-      taken.close();
+      await su.query(`DROP ROLE IF EXISTS ${login}`);
+      await su.end();
     }
   });
 
