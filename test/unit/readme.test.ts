@@ -26,7 +26,8 @@ describe('README', () => {
     const [bin, command, flag, config] = server?.args ?? [];
     expect(path.isAbsolute(bin ?? '') && bin?.endsWith('/bin/pgwarden.js')).toBe(true);
     expect([command, flag]).toEqual(['mcp', '--config']);
-    expect(path.isAbsolute(config ?? '') && config?.endsWith('/examples/demo/pgwarden.yaml')).toBe(true);
+    // The config `npm start` writes and prints, whose policy is the store the console edits.
+    expect(path.isAbsolute(config ?? '') && config?.endsWith('/.pgwarden/demo.pgwarden.yaml')).toBe(true);
   });
 
   test('says both test commands', () => {
