@@ -12,11 +12,12 @@ import {
   decodeExecute,
   decodeParse,
 } from '../wire/frontend.js';
-import { parse as encodeParse } from '../wire/frontend-encode.js';
+import { parse as encodeParse, flush } from '../wire/frontend-encode.js';
 import { type Expect, MapUndo, type PortalEntry, type PreparedEntry } from './expected-replies.js';
 import { cursorPlan } from './gate-decision.js';
 import { textToKeep } from './plan-audit.js';
 import { PROBE_STATEMENT } from './relay-core.js';
+import { commits } from './relay-results.js';
 import { LONG_TEXT, SimpleQueryRelay } from './relay-simple-query.js';
 import type { GateResult, StatementPlan } from './statement-plan.js';
 
@@ -276,6 +277,10 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
   private sendExecute(f: Frame, portal: PortalEntry): void {
     this.expects.push({ t: 'execute', plan: portal.plan, sql: portal.sql, started: performance.now() });
     this.send(f.bytes);
+    // Postgres sends an Execute's replies only at Sync or Flush: a COMMIT's CommandComplete, which
+    // publishes its DDL to the other sessions (ResultRelay.completed), must not wait behind the
+    // Executes pipelined after it (`Execute COMMIT; Execute pg_sleep(60); Sync`).
+    if (portal.plan && commits(portal.plan)) this.send(flush());
   }
 
   protected close(f: Frame): void {

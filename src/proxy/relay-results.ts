@@ -17,6 +17,18 @@ const checkedRowDescriptions = new WeakMap<
 >();
 
 /**
+ * Whether the statement commits a transaction (COMMIT, END, COMMIT AND CHAIN, COMMIT PREPARED):
+ * its catalog changes are every session's from its CommandComplete on (relay-simple-query.ts
+ * cuts a string after it; relay-extended-protocol.ts has it flushed at once).
+ */
+export function commits(plan: StatementPlan): boolean {
+  return (
+    plan.effects.some((e) => e.kind === 'commit') ||
+    (plan.statement.nodeType === 'TransactionStmt' && plan.statement.kind === 'MANAGE')
+  );
+}
+
+/**
  * What the relay does with a statement's result, whichever protocol ran it: masks hidden columns,
  * refuses a RowDescription the analysis did not predict, and on CommandComplete records the
  * statement's effects (prepared statements, cursors, search_path) and audits it.
@@ -93,7 +105,7 @@ export abstract class ResultRelay extends InBandCatalogRelay {
     this.applyEffects(plan, sql);
     // Committed now, whatever follows in the message: other sessions must not analyze with the
     // catalog (nor run under the grants) from before it until its ReadyForQuery.
-    if (plan.effects.some((e) => e.kind === 'commit')) this.o.committed?.();
+    if (commits(plan)) this.o.committed?.();
     // ROLLBACK TO SAVEPOINT may undo DDL: a catalog read inside the transaction before it is stale.
     if (plan.changesCatalog || plan.effects.some((e) => e.kind === 'rollback-to')) this.o.invalidateCatalog();
     this.auditDone(plan, sql, started, tag, sent);

@@ -8,7 +8,7 @@ import { query as encodeQuery } from '../wire/frontend-encode.js';
 import { blankCodePoints, sliceCodePoints } from './code-points.js';
 import type { Expect } from './expected-replies.js';
 import { textToKeep } from './plan-audit.js';
-import { ResultRelay } from './relay-results.js';
+import { commits, ResultRelay } from './relay-results.js';
 import { gate } from './statement-gate.js';
 import type { GateResult, StatementPlan } from './statement-plan.js';
 
@@ -271,11 +271,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
  * open: `status` 'T'); else undefined.
  */
 function publishingCut(plans: readonly StatementPlan[], status: 'I' | 'T' | 'E'): number | undefined {
-  const k = plans.findIndex(
-    (p) =>
-      p.effects.some((e) => e.kind === 'commit') ||
-      (p.statement.nodeType === 'TransactionStmt' && p.statement.kind === 'MANAGE'),
-  );
+  const k = plans.findIndex(commits);
   if (k < 0 || k >= plans.length - 1) return undefined;
   if (status !== 'T' && !plans.slice(0, k + 1).some((p) => p.changesCatalog)) return undefined;
   return plans[k + 1]?.statement.location;

@@ -1,11 +1,12 @@
-// A COMMIT inside a longer Query message publishes its DDL at once: other sessions see the change (and its grants) from then, not from the message's ReadyForQuery.
+// A COMMIT inside a longer Query message (or pipeline) publishes its DDL at once: other sessions see the change (and its grants) from then, not from the ReadyForQuery.
 import { describe, expect, test } from 'vitest';
 import { decodeReadyForQuery } from '../../../src/wire/backend.js';
 import { BackendCode } from '../../../src/wire/codes.js';
 import type { Frame } from '../../../src/wire/framer.js';
-import { query } from '../../../src/wire/frontend-encode.js';
+import { bind, execute, parse, query, sync } from '../../../src/wire/frontend-encode.js';
 import { cells, errorCodes, SSNS } from '../../helpers/outcomes.js';
 import { type ProxyFixture, useProxyFixture } from '../../helpers/proxy-fixture.js';
+import type { RawClient } from '../../helpers/raw-client.js';
 
 /** Resolves once `sql` (its marker comment) is sleeping upstream, as the owner sees in pg_stat_activity; rejects after 60 s. */
 async function sleepingUpstream(fx: ProxyFixture, marker: string): Promise<number> {
@@ -20,17 +21,35 @@ async function sleepingUpstream(fx: ProxyFixture, marker: string): Promise<numbe
   throw new Error(`${marker} never slept upstream`);
 }
 
+/** How dba's redefinition reaches the server: one Query, or one extended-protocol pipeline before its Sync. */
+type Protocol = 'simple' | 'extended';
+
 /**
  * dba redefines view `view` (name → ssn) in a transaction whose COMMIT is followed, in the same
- * Query message, by a long statement; while that statement runs, alice reads the view.
+ * Query message (or before the same Sync), by a long statement; while that statement runs, alice
+ * reads the view.
  */
-async function readDuringTheRest(fx: ProxyFixture<'alice' | 'dba'>, view: string): Promise<unknown> {
-  const marker = `${view}_rest`;
-  const running = fx.users.dba
-    .query(
-      `begin; create or replace view ${view} as select id, ssn as name from public.users; commit; select pg_sleep(60) /* ${marker} */`,
-    )
-    .catch(() => undefined);
+async function readDuringTheRest(
+  fx: ProxyFixture<'alice' | 'dba'>,
+  view: string,
+  protocol: Protocol = 'simple',
+): Promise<unknown> {
+  const marker = `${view}_${protocol}_rest`;
+  const statements = [
+    'begin',
+    `create or replace view ${view} as select id, ssn as name from public.users`,
+    'commit',
+    `select pg_sleep(60) /* ${marker} */`,
+  ];
+  let running: Promise<unknown>;
+  let raw: RawClient | undefined;
+  if (protocol === 'simple') {
+    running = fx.users.dba.query(statements.join('; ')).catch(() => undefined);
+  } else {
+    raw = await fx.raw('dba');
+    raw.write(Buffer.concat([...statements.flatMap((q) => [parse('', q), bind({}), execute()]), sync()]));
+    running = raw.untilReady(120_000);
+  }
   const pid = await sleepingUpstream(fx, marker);
   try {
     return await fx.users.alice.query(`select name from ${view} order by id limit 3`).then(
@@ -40,6 +59,9 @@ async function readDuringTheRest(fx: ProxyFixture<'alice' | 'dba'>, view: string
   } finally {
     await fx.owner.query('select pg_cancel_backend($1)', [pid]);
     await running;
+    raw?.end();
+    // Back as it was, through pgwarden (so its catalog knows).
+    await fx.users.dba.query(`create or replace view ${view} as select id, name from public.users`);
   }
 }
 
@@ -54,6 +76,14 @@ describe('every wall on', () => {
       { name: 'Ada Tervo' },
     ]);
     const got = await readDuringTheRest(fx, 'atk_commit_v');
+    expect(JSON.stringify(got)).not.toContain(SSNS[0]);
+    expect(got).toEqual(['*****', '*****', '*****']);
+  });
+  test('so it is when the COMMIT is an Execute with more Executes behind it before the Sync', async () => {
+    expect((await fx.users.alice.query('select name from atk_commit_v order by id limit 1')).rows).toEqual([
+      { name: 'Ada Tervo' },
+    ]);
+    const got = await readDuringTheRest(fx, 'atk_commit_v', 'extended');
     expect(JSON.stringify(got)).not.toContain(SSNS[0]);
     expect(got).toEqual(['*****', '*****', '*****']);
   });
@@ -118,6 +148,14 @@ describe('PostgreSQL privileges alone (analysis SEE checks and mask at read off)
       { name: 'Ada Tervo' },
     ]);
     const got = await readDuringTheRest(fx, 'atk_commit_w');
+    expect(JSON.stringify(got)).not.toContain(SSNS[0]);
+    expect(got).toBe('42501');
+  });
+  test('and with the COMMIT an Execute before more Executes and the Sync', async () => {
+    expect((await fx.users.alice.query('select name from atk_commit_w order by id limit 1')).rows).toEqual([
+      { name: 'Ada Tervo' },
+    ]);
+    const got = await readDuringTheRest(fx, 'atk_commit_w', 'extended');
     expect(JSON.stringify(got)).not.toContain(SSNS[0]);
     expect(got).toBe('42501');
   });
