@@ -5,13 +5,24 @@ const LITERAL = '\u0000';
 
 /**
  * Words after which a string constant is an operand, not a typed literal (`type 'text'`): SQL
- * keywords that precede an expression.
+ * keywords that precede an expression or a string argument (`trim(trailing ';' from …)`, psql's
+ * `\d+` of a view; `at time zone 'UTC'`, `between symmetric`, `default 'x'`, COPY's `delimiter
+ * ','`, `set names 'UTF8'`, `password 'x'`, `language 'sql'`).
  */
 const EXPRESSION_KEYWORDS = new Set(
   `and or not like ilike similar is in then else when select where on by values returning set as escape distinct
    from between all any some case limit offset having using to with into array row return
-   elsif if do raise perform`.split(/\s+/),
+   elsif if do raise perform leading trailing both placing for symmetric asymmetric default null
+   zone delimiter encoding quote format names role authorization schema password language until
+   location`.split(/\s+/),
 );
+
+/**
+ * Type names of several words that may precede a string constant (`timestamp with time zone '…'`,
+ * `double precision '1'`), at the end of the scan's output: the whole name becomes the cast.
+ */
+const MULTI_WORD_TYPE =
+  /(?:^|[^A-Za-z0-9_$."])((?:timestamp|time)\s+with(?:out)?\s+time\s+zone|double\s+precision|(?:national\s+)?(?:character|char|bit)\s+varying)$/i;
 
 /**
  * Replaces every literal of a SQL text by a numbered placeholder (`$1`, `$2`, … after the highest
@@ -200,7 +211,7 @@ function markLiterals(sql: string, param: (n: number) => void, cut: () => void):
 
 /**
  * Appends a string literal's mark to `out`: as `LITERAL::type` in place of a type name right before
- * it (`date '2024-01-01'`, `interval '1 day'`), else plainly.
+ * it (`date '2024-01-01'`, `interval '1 day'`, `timestamp with time zone '…'`), else plainly.
  */
 function typedLiteral(out: string): string {
   // Only the end of `out` is read (a regex over all of it per literal was quadratic in the text).
@@ -214,6 +225,9 @@ function typedLiteral(out: string): string {
   while (start > 0 && /[A-Za-z0-9_]/.test(out[start - 1] as string)) start--;
   while (start < end && /[0-9]/.test(out[start] as string)) start++;
   const word = start < end ? out.slice(start, end) : undefined;
+  const multi = MULTI_WORD_TYPE.exec(out.slice(Math.max(0, end - 48), end));
+  if (multi?.[1] !== undefined)
+    return `${out.slice(0, end - multi[1].length)}${LITERAL}::${multi[1].replace(/\s+/g, ' ')}`;
   if (word === undefined || EXPRESSION_KEYWORDS.has(word.toLowerCase()) || /[."]/.test(out[start - 1] ?? ''))
     return out + LITERAL;
   return `${out.slice(0, start)}${LITERAL}::${word}`;

@@ -26,6 +26,19 @@ describe('normalizeForAudit', () => {
     ],
     ['select "col 1", t2.c3 from t2', 'select "col 1", t2.c3 from t2'],
     ["select 'unterminated", '[unterminated]'],
+    // psql's \d+ of a view: a keyword before a string constant is not its type.
+    [
+      "SELECT r.rulename, trim(trailing ';' from pg_catalog.pg_get_ruledef(r.oid, true)) FROM pg_catalog.pg_rewrite r WHERE r.ev_class = '16438' AND r.rulename != '_RETURN' ORDER BY 1",
+      'SELECT r.rulename, trim(trailing $1 from pg_catalog.pg_get_ruledef(r.oid, true)) FROM pg_catalog.pg_rewrite r WHERE r.ev_class = $2 AND r.rulename != $3 ORDER BY 1',
+    ],
+    [
+      "select now() at time zone 'UTC', overlay('abc' placing 'x' from 2), x between symmetric 'a' and 'b'",
+      'select now() at time zone $1, overlay($2 placing $3 from $4), x between symmetric $5 and $6',
+    ],
+    [
+      "select timestamp with time zone '2020-01-01 00:00+00', time without time zone '10:00', double precision '1.5', character varying 'x'",
+      'select $1::timestamp with time zone, $2::time without time zone, $3::double precision, $4::character varying',
+    ],
   ])('%s', (sql, want) => {
     expect(normalizeForAudit(sql)).toBe(want);
   });
@@ -35,6 +48,9 @@ describe('normalizeForAudit', () => {
       "select id from users where email = 'a@b' and created_at > date '2024-01-01' + interval '3 days'",
       "update users set name = 'x' where id = 4 returning id",
       "insert into orgs (id, name) values (7, 'n') on conflict do nothing",
+      "select trim(both 'x' from name), trim(leading ' ' from name), substring(name for 2) from users",
+      "create table t (a text default 'x', b timestamp with time zone default timestamp with time zone '2020-01-01')",
+      "set time zone 'UTC'",
     ]) {
       const n = normalizeForAudit(sql);
       expect(n).not.toMatch(/'|(?<!\$)\b[0-9]/);
