@@ -8,7 +8,12 @@ import { cells, errorCodes, SSNS } from '../../helpers/outcomes.js';
 import { type ProxyFixture, useProxyFixture } from '../../helpers/proxy-fixture.js';
 import type { RawClient } from '../../helpers/raw-client.js';
 
-/** Resolves once `sql` (its marker comment) is sleeping upstream, as the owner sees in pg_stat_activity; rejects after 60 s. */
+/**
+ * The pid of the backend sleeping in a statement marked `marker`, as the owner sees it in
+ * pg_stat_activity, once it sleeps (wait_event PgSleep: the statements before the sleep, the COMMIT
+ * among them, are through; untilRunningUpstream would see the string active from its first
+ * statement). Rejects after 60 s.
+ */
 async function sleepingUpstream(fx: ProxyFixture, marker: string): Promise<number> {
   for (let i = 0; i < 600; i++) {
     const r = await fx.owner.query(
