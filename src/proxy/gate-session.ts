@@ -38,6 +38,12 @@ export interface GateSession {
   /** That catalog when it is loaded and current, without waiting; undefined when it must be read. */
   readonly catalogNow: () => Catalog | undefined;
   /**
+   * The last catalog the session had, current or not, without waiting (undefined when none): what a
+   * string of transaction control alone (COMMIT after DDL) is decided with, which names nothing a
+   * catalog holds; absent: always wait for a current one.
+   */
+  readonly catalogLast?: () => Catalog | undefined;
+  /**
    * Reads the catalog on the session's own upstream connection, which alone sees its
    * uncommitted DDL and its temporary tables; null when the connection is not free for it.
    */

@@ -111,6 +111,15 @@ export class SessionCatalog {
   }
 
   /**
+   * The last catalog this session had (its own in-band one, else the shared one's last read),
+   * current or not, without waiting; undefined before any read. For statements that name nothing
+   * a catalog holds (statement-gate.ts: transaction control).
+   */
+  last(): Catalog | undefined {
+    return this.own ?? this.catalogs.last(this.database);
+  }
+
+  /**
    * For a statement that may change the catalog (MANAGE): undefined when it may be sent now, else
    * a promise to await first — the grant sync running for this database (issue 15: a url login's
    * DDL must not race the sync's GRANTs on the same catalog rows), at most MANAGE_WAIT_MS (a sync

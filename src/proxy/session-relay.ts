@@ -82,6 +82,7 @@ export function sessionRelay(w: SessionRelayWiring): Relay {
         return catalogs.get(refresh);
       },
       catalogNow: () => (live.settling ? undefined : catalogs.now()),
+      catalogLast: () => (live.settling ? undefined : catalogs.last()),
       inBandCatalog: () => catalogs.readOwn(),
       manageReady: () => catalogs.manageReady(),
       ...(ctx.policyRefusal ? { policyRefusal: ctx.policyRefusal } : {}),

@@ -65,9 +65,49 @@ function gateNow(
       return r;
     });
     if (fast) return fast;
+  } else {
+    // Issue 15: a COMMIT (or SAVEPOINT, ROLLBACK) after DDL in a transaction names nothing the
+    // catalog holds: it is decided with the last catalog, without a read on the session's connection.
+    const last = session.catalogLast?.();
+    const control = last
+      ? guarded(() => {
+          const analysis = cache.analyze(sql, { catalog: last, ...pathsFor(session, last) });
+          if (!transactionControlOnly(analysis)) return undefined;
+          return decideAnalysis(analysis, last, sql, session, cache, decide, utf8);
+        })
+      : undefined;
+    if (control) return control;
   }
   return slowGate(sql, session, cache, decide, utf8);
 }
+
+/**
+ * Whether every statement of `analysis` is transaction control (BEGIN, COMMIT, ROLLBACK,
+ * SAVEPOINT, RELEASE, ROLLBACK TO: a TransactionStmt needing no permission) and none is refused:
+ * its analysis and decision are the same under any catalog.
+ */
+function transactionControlOnly(analysis: Analysis): boolean {
+  if (analysis.refusal || analysis.statements.length === 0) return false;
+  return analysis.statements.every(
+    (s) =>
+      s.nodeType === 'TransactionStmt' &&
+      s.kind === 'SESSION' &&
+      !s.refusal &&
+      s.requirements.length === 0 &&
+      s.functions.length === 0 &&
+      s.sessionEffects.every((e) => TRANSACTION_CONTROL.has(e.kind)),
+  );
+}
+
+/** The session effects of transaction control statements. */
+const TRANSACTION_CONTROL: ReadonlySet<SessionEffect['kind']> = new Set([
+  'begin',
+  'commit',
+  'rollback',
+  'savepoint',
+  'rollback-to',
+  'release',
+]);
 
 /** Transaction ends that stay allowed while the policy is stale: they read nothing and free the session. */
 const ENDS_TRANSACTION: ReadonlySet<SessionEffect['kind']> = new Set(['rollback', 'rollback-to']);

@@ -15,13 +15,22 @@ import {
   relationsByOid,
 } from './grant-plan.js';
 import {
+  type DefaultsRow,
+  defaultSequencesSql,
+  defaultsFromRows,
   grantableOnly,
   type HeldPrivileges,
+  type HeldRow,
   type HeldScope,
-  readDefaultSequences,
+  heldFromRows,
+  heldPrivilegesSql,
+  oidArray,
   readHeldPrivilegesOf,
-  readUngrantable,
+  textArray,
   type Ungrantable,
+  type UngrantableRow,
+  ungrantableFromRows,
+  ungrantableSql,
 } from './grant-sync.js';
 import { managedRoleName } from './role-names.js';
 
@@ -60,7 +69,11 @@ export interface SyncOutcome {
   scope?: number;
 }
 
-/** The default sequences and what cannot be granted, of every relation or of `only` (the parser of the server loaded). */
+/**
+ * The default sequences and what cannot be granted, of every relation or of `only` (the parser of
+ * the server loaded): one message of three queries (grant-sync.ts readDefaultSequences,
+ * readUngrantable), one round trip.
+ */
 export async function grantContext(
   c: pg.ClientBase,
   catalog: Catalog,
@@ -68,9 +81,18 @@ export async function grantContext(
 ): Promise<{ defaults: Map<number, number[]>; ungrantable: Ungrantable }> {
   // Grants ask the decision about analyzed statements: the server's parser must be loaded.
   await loadParser(majorOfServerVersion(catalog.serverVersionNum));
+  const r = (await c.query(
+    `${defaultSequencesSql(only)};\n${ungrantableSql(only)}`,
+  )) as unknown as pg.QueryResult[];
+  if (!Array.isArray(r) || r.length !== 3)
+    throw new Error('the grant context read returned no three results');
   return {
-    defaults: await readDefaultSequences(c, only),
-    ungrantable: await readUngrantable(c, isUnmanagedSchema, only),
+    defaults: defaultsFromRows(r[0]?.rows as DefaultsRow[]),
+    ungrantable: ungrantableFromRows(
+      r[1]?.rows as UngrantableRow[],
+      r[2]?.rows as { nspname: string }[],
+      isUnmanagedSchema,
+    ),
   };
 }
 
@@ -115,13 +137,33 @@ export function desiredGrants(
   return { keys: keep, flags };
 }
 
-/** The OIDs of the logins of `rows` that exist (pg_roles). */
-async function loginOids(c: pg.ClientBase, rows: readonly SetLoginRow[]): Promise<Map<string, number>> {
-  const r = await c.query<{ rolname: string; oid: string }>(
-    'SELECT rolname, oid::int8 AS oid FROM pg_roles WHERE rolname = ANY($1::text[])',
-    [rows.map((x) => x.login)],
+/**
+ * The queries the sync's transaction starts with, after the roles lock, in the same message: the
+ * OIDs of the logins of `rows` that exist (pg_roles), and what `held` of them and the roles
+ * `roleOids` hold (within `scope` when given).
+ */
+function loginsAndHeldSql(
+  rows: readonly SetLoginRow[],
+  held: readonly SetLoginRow[],
+  roleOids: readonly number[],
+  scope?: HeldScope,
+): string {
+  const logins = `ARRAY(SELECT oid FROM pg_roles WHERE rolname = ANY (${textArray(held.map((x) => x.login))}))`;
+  return `SELECT rolname, oid::int8 AS oid FROM pg_roles WHERE rolname = ANY (${textArray(rows.map((x) => x.login))});
+${heldPrivilegesSql(`${logins} || ${oidArray(roleOids)}`, scope)}`;
+}
+
+/** The login OIDs and what each role holds, from the result sets of {@link loginsAndHeldSql} (the message's last two). */
+function loginsAndHeld(
+  results: readonly pg.QueryResult[],
+  roleOids: readonly number[],
+): { oids: Map<string, number>; held: Map<number, HeldPrivileges> } {
+  const [logins, held] = results.slice(-2);
+  if (!logins || !held) throw new Error('the grant sync read no logins');
+  const oids = new Map(
+    (logins.rows as { rolname: string; oid: string }[]).map((x) => [x.rolname, Number(x.oid)]),
   );
-  return new Map(r.rows.map((x) => [x.rolname, Number(x.oid)]));
+  return { oids, held: heldFromRows(held.rows as HeldRow[], [...oids.values(), ...roleOids]) };
 }
 
 /**
@@ -139,12 +181,12 @@ export async function syncAllGrants(
   const ctx = await grantContext(c, catalog);
   const logins = new Map<string, { version: number; flags: Flags }>();
   const outcome: SyncOutcome = { logins: 0, changes: 0 };
-  await inTransaction(c, async () => {
-    const oids = await loginOids(c, rows);
-    const roles = [...run.roleOids].map(
-      ([r, oid]) => [managedRoleName(run.workspace || undefined, r), oid] as const,
-    );
-    const held = await readHeldPrivilegesOf(c, [...oids.values(), ...roles.map(([, oid]) => oid)]);
+  const roles = [...run.roleOids].map(
+    ([r, oid]) => [managedRoleName(run.workspace || undefined, r), oid] as const,
+  );
+  const roleOids = roles.map(([, oid]) => oid);
+  await inTransaction(c, loginsAndHeldSql(rows, rows, roleOids), async (results) => {
+    const { oids, held } = loginsAndHeld(results, roleOids);
     for (const row of rows) {
       const oid = oids.get(row.login);
       if (oid === undefined) continue;
@@ -201,18 +243,16 @@ export async function syncScopedGrants(
   const heldScope: HeldScope = { relations: [...relScope], schemas: [...schemas] };
   const logins = new Map(synced.logins);
   const outcome: SyncOutcome = { logins: 0, changes: 0, scope: relScope.size };
-  await inTransaction(c, async () => {
-    const oids = await loginOids(c, rows);
-    const roles = [...run.roleOids].map(
-      ([r, oid]) => [managedRoleName(run.workspace || undefined, r), oid] as const,
-    );
-    const scoped = rows.filter((r) => logins.get(r.login)?.version === synced.catalog.version);
-    const whole = rows.filter((r) => !scoped.includes(r));
-    const held = await readHeldPrivilegesOf(
-      c,
-      [...scoped.flatMap((r) => oids.get(r.login) ?? []), ...roles.map(([, oid]) => oid)],
-      heldScope,
-    );
+  const roles = [...run.roleOids].map(
+    ([r, oid]) => [managedRoleName(run.workspace || undefined, r), oid] as const,
+  );
+  const roleOids = roles.map(([, oid]) => oid);
+  const scoped = rows.filter((r) => logins.get(r.login)?.version === synced.catalog.version);
+  const whole = rows.filter((r) => !scoped.includes(r));
+  // One round trip to start: BEGIN, the roles lock, the logins' OIDs and what the scoped ones and
+  // the workspace roles hold within the scope.
+  await inTransaction(c, loginsAndHeldSql(rows, scoped, roleOids, heldScope), async (results) => {
+    const { oids, held } = loginsAndHeld(results, roleOids);
     for (const row of scoped) {
       const oid = oids.get(row.login);
       if (oid === undefined) continue;
@@ -259,11 +299,24 @@ function apply(
   return applyGrants(c, role, held ?? { keys: new Set(), relations: new Map() }, desired, catalog, run.log);
 }
 
-/** Runs `f` between BEGIN (with the roles lock) and COMMIT; ROLLBACK and rethrow when it rejects. */
-async function inTransaction(c: pg.ClientBase, f: () => Promise<void>): Promise<void> {
-  await c.query(`BEGIN; ${ROLES_LOCK_SQL}`);
+/**
+ * Runs `f` between BEGIN (with the roles lock) and COMMIT, `first` sent in the message of BEGIN
+ * and its result sets handed to `f`; ROLLBACK and rethrow when it rejects.
+ */
+async function inTransaction(
+  c: pg.ClientBase,
+  first: string,
+  f: (results: pg.QueryResult[]) => Promise<void>,
+): Promise<void> {
+  let results: pg.QueryResult[];
   try {
-    await f();
+    results = (await c.query(`BEGIN; ${ROLES_LOCK_SQL};\n${first}`)) as unknown as pg.QueryResult[];
+  } catch (e) {
+    await c.query('ROLLBACK').catch(() => {});
+    throw e;
+  }
+  try {
+    await f(results);
     await c.query('COMMIT');
   } catch (e) {
     await c.query('ROLLBACK').catch(() => {});

@@ -42,34 +42,51 @@ export async function readHeldPrivilegesOf(
   roleOids: readonly number[],
   scope?: HeldScope,
 ): Promise<Map<number, HeldPrivileges>> {
-  const rel = scope ? 'c.oid = ANY ($2::int8[]::oid[])' : 'true';
-  const nsp = scope ? 'n.nspname = ANY ($3::text[])' : 'true';
-  const r = await client.query<{
-    g: string;
-    k: string;
-    oid: string | null;
-    nspname: string | null;
-    relname: string | null;
-    relkind: string | null;
-    attname: string | null;
-    priv: string;
-  }>(
-    `SELECT a.grantee::int8 AS g, 'T' AS k, c.oid::int8 AS oid, n.nspname, c.relname, c.relkind::text AS relkind, NULL::text AS attname, a.privilege_type AS priv
+  const r = await client.query<HeldRow>(heldPrivilegesSql(oidArray(roleOids), scope));
+  return heldFromRows(r.rows, roleOids);
+}
+
+/** A row of {@link heldPrivilegesSql}: grantee (int8 as text), kind (T, C, N), relation, column, privilege. */
+export interface HeldRow {
+  g: string;
+  k: string;
+  oid: string | null;
+  nspname: string | null;
+  relname: string | null;
+  relkind: string | null;
+  attname: string | null;
+  priv: string;
+}
+
+/**
+ * The query of {@link readHeldPrivilegesOf} with its values as literals (it can run in a message
+ * of several statements): the privileges held by the roles of `grantees`, an `oid[]` SQL expression
+ * (from {@link oidArray}, or one that reads pg_roles), within `scope` when given.
+ */
+export function heldPrivilegesSql(grantees: string, scope?: HeldScope): string {
+  const rel = scope ? `c.oid = ANY (${oidArray(scope.relations)})` : 'true';
+  const nsp = scope ? `n.nspname = ANY (${textArray(scope.schemas)})` : 'true';
+  return `SELECT a.grantee::int8 AS g, 'T' AS k, c.oid::int8 AS oid, n.nspname, c.relname, c.relkind::text AS relkind, NULL::text AS attname, a.privilege_type AS priv
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace, aclexplode(c.relacl) a
-      WHERE a.grantee = ANY ($1::int8[]::oid[]) AND ${rel}
+      WHERE a.grantee = ANY (${grantees}) AND ${rel}
      UNION ALL
      SELECT a.grantee::int8, 'C', c.oid::int8, n.nspname, c.relname, c.relkind::text, att.attname::text, a.privilege_type
        FROM pg_attribute att JOIN pg_class c ON c.oid = att.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace,
             aclexplode(att.attacl) a
-      WHERE a.grantee = ANY ($1::int8[]::oid[]) AND NOT att.attisdropped AND ${rel.replace('c.oid', 'att.attrelid')}
+      WHERE a.grantee = ANY (${grantees}) AND NOT att.attisdropped AND ${rel.replace('c.oid', 'att.attrelid')}
      UNION ALL
      SELECT a.grantee::int8, 'N', NULL, n.nspname, NULL, NULL, NULL, a.privilege_type
-       FROM pg_namespace n, aclexplode(n.nspacl) a WHERE a.grantee = ANY ($1::int8[]::oid[]) AND ${nsp}`,
-    scope ? [roleOids, scope.relations, scope.schemas] : [roleOids],
-  );
+       FROM pg_namespace n, aclexplode(n.nspacl) a WHERE a.grantee = ANY (${grantees}) AND ${nsp}`;
+}
+
+/** What each of `roleOids` holds, from the rows of {@link heldPrivilegesSql} (an entry for each, empty when it holds nothing). */
+export function heldFromRows(
+  rows: readonly HeldRow[],
+  roleOids: Iterable<number>,
+): Map<number, HeldPrivileges> {
   const out = new Map<number, HeldPrivileges>();
   for (const oid of roleOids) out.set(oid, { keys: new Set(), relations: new Map() });
-  for (const row of r.rows) {
+  for (const row of rows) {
     const held = out.get(Number(row.g));
     if (!held) continue;
     if (row.k === 'N') {
@@ -87,6 +104,17 @@ export async function readHeldPrivilegesOf(
   return out;
 }
 
+/** `'{1,2,3}'::oid[]`, a literal of OIDs (validated: the text goes into SQL). Throws an Error for one that is not an OID. */
+export function oidArray(oids: readonly number[]): string {
+  for (const x of oids) if (!Number.isSafeInteger(x) || x < 0) throw new Error(`not an OID: ${x}`);
+  return `'{${oids.join(',')}}'::oid[]`;
+}
+
+/** `ARRAY['a', 'b']::text[]`, each element quoted as a literal (pg.escapeLiteral). */
+export function textArray(xs: readonly string[]): string {
+  return `ARRAY[${xs.map((x) => pg.escapeLiteral(x)).join(', ')}]::text[]`;
+}
+
 /**
  * For each table OID, the sequences its column defaults call (pg_depend of pg_attrdef rows on
  * sequences: `nextval('s'::regclass)`, serial columns), of every table or of `tables` only.
@@ -96,16 +124,28 @@ export async function readDefaultSequences(
   client: pg.ClientBase,
   tables?: readonly number[],
 ): Promise<Map<number, number[]>> {
-  const r = await client.query<{ rel: string; seqs: string[] }>(
-    `SELECT ad.adrelid::int8 AS rel, array_agg(DISTINCT d.refobjid::int8) AS seqs
+  return defaultsFromRows((await client.query<DefaultsRow>(defaultSequencesSql(tables))).rows);
+}
+
+/** A row of {@link defaultSequencesSql}: a table and the sequences its defaults call (int8 as text). */
+export interface DefaultsRow {
+  rel: string;
+  seqs: string[];
+}
+
+/** The query of {@link readDefaultSequences}, `tables` as a literal. */
+export function defaultSequencesSql(tables?: readonly number[]): string {
+  return `SELECT ad.adrelid::int8 AS rel, array_agg(DISTINCT d.refobjid::int8) AS seqs
        FROM pg_attrdef ad
        JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid AND d.refclassid = 'pg_class'::regclass
        JOIN pg_class s ON s.oid = d.refobjid AND s.relkind = 'S'
-      WHERE ${tables ? 'ad.adrelid = ANY ($1::int8[]::oid[])' : 'true'}
-      GROUP BY ad.adrelid`,
-    tables ? [tables] : [],
-  );
-  return new Map(r.rows.map((x) => [Number(x.rel), x.seqs.map(Number)]));
+      WHERE ${tables ? `ad.adrelid = ANY (${oidArray(tables)})` : 'true'}
+      GROUP BY ad.adrelid`;
+}
+
+/** The map of {@link readDefaultSequences} from the rows of {@link defaultSequencesSql}. */
+export function defaultsFromRows(rows: readonly DefaultsRow[]): Map<number, number[]> {
+  return new Map(rows.map((x) => [Number(x.rel), x.seqs.map(Number)]));
 }
 
 /**
@@ -120,13 +160,25 @@ export async function readUngrantable(
   unmanaged: (schema: string) => boolean,
   only?: readonly number[],
 ): Promise<Ungrantable> {
-  const r = await client.query<{
-    oid: string;
-    nspname: string;
-    relname: string;
-    missing: string[];
-  }>(
-    `SELECT c.oid::int8 AS oid, n.nspname, c.relname,
+  const [relations, schemas] = (await client.query(ungrantableSql(only))) as unknown as pg.QueryResult[];
+  return ungrantableFromRows(
+    (relations?.rows ?? []) as UngrantableRow[],
+    (schemas?.rows ?? []) as { nspname: string }[],
+    unmanaged,
+  );
+}
+
+/** A row of the first query of {@link ungrantableSql}. */
+export interface UngrantableRow {
+  oid: string;
+  nspname: string;
+  relname: string;
+  missing: string[];
+}
+
+/** The two queries of {@link readUngrantable} (relations, then schemas), `only` as a literal: two result sets. */
+export function ungrantableSql(only?: readonly number[]): string {
+  return `SELECT c.oid::int8 AS oid, n.nspname, c.relname,
             array_remove(CASE WHEN c.relkind = 'S' THEN
               ARRAY[CASE WHEN NOT has_sequence_privilege(c.oid, 'USAGE WITH GRANT OPTION') THEN 'USAGE' END]
             ELSE ARRAY[
@@ -136,18 +188,22 @@ export async function readUngrantable(
               CASE WHEN c.relkind <> 'm' AND NOT has_table_privilege(c.oid, 'DELETE WITH GRANT OPTION') THEN 'DELETE' END]
             END, NULL) AS missing
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S') AND ${only ? 'c.oid = ANY ($1::int8[]::oid[])' : 'true'}`,
-    only ? [only] : [],
-  );
+      WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S') AND ${only ? `c.oid = ANY (${oidArray(only)})` : 'true'};
+    SELECT nspname FROM pg_namespace WHERE NOT has_schema_privilege(oid, 'USAGE WITH GRANT OPTION')`;
+}
+
+/** The {@link Ungrantable} of the two result sets of {@link ungrantableSql}. */
+export function ungrantableFromRows(
+  rows: readonly UngrantableRow[],
+  schemaRows: readonly { nspname: string }[],
+  unmanaged: (schema: string) => boolean,
+): Ungrantable {
   const relations = new Map<number, { schema: string; name: string; missing: string[] }>();
-  for (const row of r.rows) {
+  for (const row of rows) {
     if (unmanaged(row.nspname) || row.missing.length === 0) continue;
     relations.set(Number(row.oid), { schema: row.nspname, name: row.relname, missing: row.missing });
   }
-  const n = await client.query<{ nspname: string }>(
-    `SELECT nspname FROM pg_namespace WHERE NOT has_schema_privilege(oid, 'USAGE WITH GRANT OPTION')`,
-  );
-  const schemas = new Set(n.rows.map((x) => x.nspname).filter((x) => !unmanaged(x)));
+  const schemas = new Set(schemaRows.map((x) => x.nspname).filter((x) => !unmanaged(x)));
   return { relations, schemas };
 }
 
