@@ -6,6 +6,7 @@ import { decide } from '../policy/decide.js';
 import { checkAction } from '../policy/rule-match.js';
 import { CatalogUnavailable } from '../proxy/catalog-source.js';
 import { analyze, loadParser } from '../sql/analyze.js';
+import { PGWARDEN_SCHEMA } from '../sql/catalog-allowlist.js';
 import { majorOfServerVersion } from '../sql/parser.js';
 import type { McpIdentity } from './api-key-auth.js';
 import type { PoolEntry } from './proxy-pools.js';
@@ -105,8 +106,10 @@ export async function sharedCatalog(
  * list_tables: the relations of `catalog` outside the system schemas (tables, partitioned tables,
  * views, materialized views, foreign tables) that `identity`'s roles may SELECT — `checkAction`, the
  * rule match the decision's requirement check uses (seed 004: deny first, then allow, default deny;
- * an allow on some columns of a table covers the table). Optionally one `schema` only. Sorted by
- * schema, then name. Pure.
+ * an allow on some columns of a table covers the table). pgwarden's own schema (the policy store,
+ * the set logins' passwords) is listed only to a key holding MANAGE on the database, which reading
+ * it needs whatever the table rules say. Optionally one `schema` only. Sorted by schema, then name.
+ * Pure.
  */
 export function listTables(
   config: Config,
@@ -116,8 +119,10 @@ export function listTables(
   schema?: string,
 ): TableEntry[] {
   const out: TableEntry[] = [];
+  const manages = checkAction(config, identity.roles, 'MANAGE', database, { level: 'database' }).granted;
   for (const rel of catalog.relations.values()) {
     if (isSystemSchema(rel.schema) || rel.kind === 'sequence') continue;
+    if (rel.schema === PGWARDEN_SCHEMA && !manages) continue;
     if (schema !== undefined && rel.schema !== schema) continue;
     const select = checkAction(config, identity.roles, 'SELECT', database, {
       level: 'table',
