@@ -10,14 +10,19 @@ const PRETTY_TRANSPORT = {
 
 /**
  * Makes the logger. `pretty` formats lines for a terminal (pino-pretty); otherwise one JSON
- * object per line on stderr. `level` is a pino level name (default `info`).
+ * object per line on stderr. `level` is a pino level name (default `info`). `batched`: lines are
+ * written in batches of at least 8 KiB or every 500 ms, as the audit logger writes them (for
+ * `pgwarden mcp`, whose one log carries the audit line of every statement; flushed at exit).
  */
-export function makeLogger(opts: { pretty?: boolean; level?: string } = {}): Logger {
+export function makeLogger(opts: { pretty?: boolean; level?: string; batched?: boolean } = {}): Logger {
   const level = opts.level ?? process.env.PGWARDEN_LOG_LEVEL ?? 'info';
   if (opts.pretty) {
     return pino({ level, transport: PRETTY_TRANSPORT });
   }
-  return pino({ level, base: undefined }, pino.destination({ dest: 2, sync: false }));
+  if (!opts.batched) return pino({ level, base: undefined }, pino.destination({ dest: 2, sync: false }));
+  const dest = pino.destination({ dest: 2, sync: false, minLength: 8192 });
+  setInterval(() => dest.flush(), 500).unref();
+  return pino({ level, base: undefined }, dest);
 }
 
 /**

@@ -13,7 +13,8 @@ import { servePolicy } from './serve-policy.js';
  * runs (epochs compared, as `serve` does).
  */
 export async function mcpAction(opts: { config: string; http?: string }): Promise<void> {
-  const logger = makeLogger();
+  // Batched: the proxy's audit line per statement and the tools' lines go to this one log, in order.
+  const logger = makeLogger({ batched: true });
   const { runMcpCommand } = await import('../mcp/mcp-command.js');
   // With policy_store, the store's current policy (and API keys), kept current by NOTIFY as
   // `serve` keeps it: a key revoked in the console stops working here at once.
