@@ -2,6 +2,7 @@
 import type { Catalog, CatalogRelation } from '../catalog/types.js';
 import type { ColumnUse } from './analysis-types.js';
 import { analyze } from './analyze.js';
+import { definitionPath } from './query/catalog-names.js';
 
 const memo = new WeakMap<Catalog, Map<number, readonly (readonly ColumnUse[])[] | null>>();
 
@@ -13,8 +14,8 @@ function quote(name: string): string {
  * For a view or materialized view, the column uses each of its columns makes, one list per
  * column in attnum order: the base columns that flow into it (plainly or through an expression),
  * the view's own tests (WHERE, JOIN, GROUP BY: they shape every column's rows) and whole-row uses.
- * Found by analyzing `SELECT "c" FROM (<definition>) AS v(<columns>)` under the catalog reader's
- * search path (pg_get_viewdef qualifies what it does not reach), memoized per catalog value.
+ * Found by analyzing `SELECT "c" FROM (<definition>) AS v(<columns>)` under the path the
+ * definition was printed under (definitionPath), memoized per catalog value.
  * Output: null when the relation is no view, has no definition, or its definition cannot be
  * analyzed (the caller fails closed: every column counts as hidden). Never throws.
  * Source: issue "Mask at read" ("materialized views traced through their definition as views are";
@@ -38,7 +39,7 @@ export function viewColumnUses(
   for (const c of rel.columns) {
     const a = analyze(`SELECT ${quote(c.name)} FROM (${def}) AS pgwarden_view(${aliases})`, {
       catalog,
-      searchPath: catalog.defaultSearchPath,
+      searchPath: definitionPath(catalog),
     });
     const st = a.statements[0];
     if (a.refusal || !st) {

@@ -1,5 +1,5 @@
 // Resolving relation and function names through the catalog, the search path and pg_catalog.
-import type { CatalogFunction, CatalogRelation } from '../../catalog/types.js';
+import type { Catalog, CatalogFunction, CatalogRelation } from '../../catalog/types.js';
 import { QueryRefusal } from './errors.js';
 
 /** Schemas whose relations are the system catalog (recorded in `catalogRelations`, never expanded). */
@@ -11,6 +11,19 @@ export const CATALOG_SCHEMAS: ReadonlySet<string> = new Set(['pg_catalog', 'info
  */
 export function effectivePath(searchPath: readonly string[]): readonly string[] {
   return searchPath.includes('pg_catalog') ? searchPath : ['pg_catalog', ...searchPath];
+}
+
+/**
+ * The search path a definition the catalog read printed (a view's pg_get_viewdef, a generation
+ * expression's pg_get_expr) is resolved under: the one it was printed under, `pg_catalog, pg_temp`
+ * (catalog-reads.ts READ_PATH), which qualifies every name it does not reach — pg_catalog, then
+ * the reading session's temporary schema when the catalog was read on its own connection. Never
+ * the login's path: one that lists a schema before pg_catalog would read a printed `pg_class` as
+ * that schema's table of the name.
+ */
+export function definitionPath(catalog: Catalog): readonly string[] {
+  const temp = (catalog as { tempSchema?: string }).tempSchema;
+  return temp ? ['pg_catalog', temp] : ['pg_catalog'];
 }
 
 /**

@@ -1,6 +1,7 @@
 // Views: expanded through their stored definition, parsed once per catalog value and view.
 import { parseSync } from 'libpg-query';
 import type { Catalog, CatalogRelation } from '../../catalog/types.js';
+import { definitionPath } from './catalog-names.js';
 import { QueryRefusal, unsupported } from './errors.js';
 import type { Lineage } from './lineage.js';
 import { list, loc, type Obj, obj, str, unwrap } from './node-kinds.js';
@@ -37,15 +38,15 @@ function viewQuery(catalog: Catalog, rel: CatalogRelation, location: number): Ob
  * so SEE on a base column governs it through the view, and every function and catalog relation
  * the view calls or reads is recorded too. Locations inside the definition are reported as the
  * view reference's. A view column's RowDescription origin is the view's OID and attnum.
- * Names in the definition resolve through the catalog reader's search path (pg_get_viewdef
- * qualifies what that path does not reach). Throws 0A000 when the definition does not match
+ * Names in the definition resolve under the path it was printed under (definitionPath:
+ * pg_get_viewdef qualifies what that path does not reach). Throws 0A000 when the definition does not match
  * the view's columns.
  */
 export function expandView(state: QueryState, rel: CatalogRelation, rv: Obj): FromItem {
   const location = loc(rv);
   const body = viewQuery(state.catalog, rel, location);
   const saved = { path: state.path, override: state.locationOverride, suppress: state.suppressRequirements };
-  state.path = state.catalog.defaultSearchPath;
+  state.path = definitionPath(state.catalog);
   state.locationOverride ??= location;
   state.suppressRequirements = true;
   let out: ReturnType<typeof analyzeSelect>;
