@@ -39,7 +39,7 @@ export interface ReplayReport {
   readonly lines: number;
   /** Distinct (identity, database, search path, statement) decided again. */
   readonly statements: number;
-  /** Lines left out: `[unterminated]` texts, unknown databases. */
+  /** Lines left out: `[unterminated]` texts, unknown databases, EXECUTE and FETCH (their PREPARE or DECLARE is replayed). */
   readonly skipped: number;
   readonly counts: Readonly<Record<ChangeKind, number>>;
   readonly changes: readonly ReplayChange[];
@@ -80,9 +80,34 @@ export function verdictUnder(
   if (d.refusal) return { decision: 'refused', reason: d.refusal.message };
   const masked = analysis.statements.flatMap((s, i) => {
     const sd = d.statements[i];
-    return sd?.verdict === 'allow' ? sd.mask.map((k) => s.resultColumns[k]?.name ?? String(k)) : [];
+    if (sd?.verdict !== 'allow') return [];
+    // PREPARE and DECLARE: the masks of the statement they hold, which EXECUTE and FETCH return.
+    const held = s.sessionEffects.find((e) => e.kind === 'prepare' || e.kind === 'declare-cursor');
+    if (held && sd.prepared?.verdict === 'allow')
+      return sd.prepared.mask.map((k) => held.inner.resultColumns[k]?.name ?? String(k));
+    return sd.mask.map((k) => s.resultColumns[k]?.name ?? String(k));
   });
   return masked.length > 0 ? { decision: 'masked', masked } : { decision: 'allowed' };
+}
+
+/**
+ * Whether `sql` runs what an earlier statement of its session prepared: `EXECUTE` of a `PREPARE`d
+ * statement, `FETCH`/`MOVE` of a `DECLARE`d cursor. Its verdict is that statement's, which a line
+ * alone does not carry (decided again alone, `EXECUTE p($1)` reads no column); the `PREPARE` or
+ * `DECLARE` line is replayed instead, with the masks of the statement it holds.
+ */
+function runsSessionStatement(sql: string, catalog: Catalog, searchPath: readonly string[]): boolean {
+  return effectKinds(sql, catalog, searchPath).some((k) => k === 'execute' || k === 'fetch');
+}
+
+/** Whether `sql` is a PREPARE or DECLARE CURSOR: it holds the statement a later EXECUTE or FETCH runs. */
+function holdsStatement(sql: string, catalog: Catalog, searchPath: readonly string[]): boolean {
+  return effectKinds(sql, catalog, searchPath).some((k) => k === 'prepare' || k === 'declare-cursor');
+}
+
+function effectKinds(sql: string, catalog: Catalog, searchPath: readonly string[]): string[] {
+  const a = analyze(sql, { catalog, searchPath: [...searchPath] });
+  return a.statements.flatMap((s) => s.sessionEffects.map((e) => e.kind));
 }
 
 /** How `before` → `after` changes, or undefined when it does not. */
@@ -145,14 +170,22 @@ export async function replayAudit(
       : catalog.defaultSearchPath;
     const sql = line.sql as string;
     const identity = line.identity as string;
-    const before: Verdict = opts.current
+    if (runsSessionStatement(sql, catalog, searchPath)) {
+      skipped += occurrences;
+      continue;
+    }
+    const recorded: Verdict = {
+      decision: line.decision as Verdict['decision'],
+      ...(Array.isArray(line.masked) ? { masked: line.masked as string[] } : {}),
+      ...(typeof line.reason === 'string' ? { reason: line.reason } : {}),
+    };
+    const before = opts.current
       ? verdictUnder(opts.current, identity, database, sql, searchPath, catalog)
-      : {
-          decision: line.decision as Verdict['decision'],
-          ...(Array.isArray(line.masked) ? { masked: line.masked as string[] } : {}),
-          ...(typeof line.reason === 'string' ? { reason: line.reason } : {}),
-        };
-    const after = verdictUnder(opts.proposed, identity, database, sql, searchPath, catalog);
+      : recorded;
+    let after = verdictUnder(opts.proposed, identity, database, sql, searchPath, catalog);
+    // A PREPARE or DECLARE line records no masks (it returns no rows): against it, only a refusal counts.
+    if (!opts.current && holdsStatement(sql, catalog, searchPath) && after.decision === 'masked')
+      after = { decision: 'allowed' };
     const change = changeOf(before, after);
     if (change === undefined) continue;
     counts[change] += occurrences;
