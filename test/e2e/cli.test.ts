@@ -18,6 +18,14 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 const serve = (cfg: Record<string, unknown>, file = path.join(dir, `pgwarden-${Date.now()}.yaml`)) =>
   serveProcess(cfg, file);
 
+/** `pgwarden serve --config file` run to its exit (a start that fails): its status and stderr. */
+const serveUntilExit = (file: string) =>
+  spawnSync(process.execPath, [BIN, 'serve', '--config', file], {
+    env: testEnv(),
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+
 describe('pgwarden serve', () => {
   test('a bad config exits 2 listing every error with its path', () => {
     const file = path.join(dir, 'bad.yaml');
@@ -108,11 +116,7 @@ describe('pgwarden serve', () => {
         delete (cfg.databases as Record<string, Record<string, unknown>>).demo!.roles;
         const file = path.join(dir, 'busy.yaml');
         fs.writeFileSync(file, YAML.stringify(cfg));
-        const r = spawnSync(process.execPath, [BIN, 'serve', '--config', file], {
-          env: testEnv(),
-          encoding: 'utf8',
-          timeout: 60_000,
-        });
+        const r = serveUntilExit(file);
         expect(r.status).toBe(2);
         expect(r.stderr.trim().split('\n').at(-1)).toBe(
           `pgwarden serve: cannot listen on 127.0.0.1:${port}: the port is taken (another pgwarden, or npm start?). Choose another listen address in ${file}.`,
@@ -131,11 +135,7 @@ describe('pgwarden serve', () => {
       file,
       YAML.stringify({ ...demoConfigObject(), audit: { file: 'not-a-folder/audit.jsonl' } }),
     );
-    const r = spawnSync(process.execPath, [BIN, 'serve', '--config', file], {
-      env: testEnv(),
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const r = serveUntilExit(file);
     expect(r.status).toBe(2);
     expect(r.stderr.trim().split('\n').at(-1)).toBe(
       `pgwarden serve: cannot open audit.file ${path.join(dir, 'not-a-folder/audit.jsonl')}: EEXIST: file already exists, mkdir '${path.join(dir, 'not-a-folder')}'`,
@@ -158,11 +158,7 @@ describe('pgwarden serve', () => {
       };
       const file = path.join(dir, 'nocreate.yaml');
       fs.writeFileSync(file, YAML.stringify(cfg));
-      const r = spawnSync(process.execPath, [BIN, 'serve', '--config', file], {
-        env: testEnv(),
-        encoding: 'utf8',
-        timeout: 60_000,
-      });
+      const r = serveUntilExit(file);
       expect(r.status).toBe(1);
       const last = r.stderr.trim().split('\n').at(-1);
       expect(last).toMatch(

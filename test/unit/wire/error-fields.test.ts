@@ -38,26 +38,12 @@ describe('ErrorResponse encoder', () => {
 
   it('rejects a NUL in a value and an unknown field that would smuggle a known code', () => {
     expectProtocolError(() => errorResponse({ severity: 'ERROR', code: 'XX000', message: 'a\0b' }), '08P01');
-    expectProtocolError(
-      () =>
-        errorResponse({
-          severity: 'ERROR',
-          code: 'XX000',
-          message: 'm',
-          unknownFields: new Map([['D', 'smuggled detail']]),
-        }),
-      '08P01',
-    );
-    expectProtocolError(
-      () =>
-        errorResponse({
-          severity: 'ERROR',
-          code: 'XX000',
-          message: 'm',
-          unknownFields: new Map([['ab', 'x']]),
-        }),
-      '08P01',
-    );
+    // A known code (D: DETAIL) and a code of two bytes.
+    for (const unknownFields of [new Map([['D', 'smuggled detail']]), new Map([['ab', 'x']])])
+      expectProtocolError(
+        () => errorResponse({ severity: 'ERROR', code: 'XX000', message: 'm', unknownFields }),
+        '08P01',
+      );
   });
 });
 
@@ -113,26 +99,8 @@ describe("cross-check with pg-protocol's parser", () => {
       errorResponse(fullError),
       noticeResponse({ severity: 'NOTICE', code: '00000', message: 'n' }),
     );
-    expect(err).toMatchObject({
-      name: 'error',
-      severity: 'ERROR',
-      code: '23502',
-      message: fullError.message,
-      detail: fullError.detail,
-      hint: fullError.hint,
-      position: '15',
-      internalPosition: '3',
-      internalQuery: 'SELECT 1',
-      where: fullError.where,
-      schema: 'public',
-      table: 'customers',
-      column: 'email',
-      dataType: 'text',
-      constraint: 'customers_email_not_null',
-      file: 'execMain.c',
-      line: '1883',
-      routine: 'ExecConstraints',
-    });
+    // pg-protocol gives the positions as the strings on the wire.
+    expect(err).toMatchObject({ name: 'error', ...fullError, position: '15', internalPosition: '3' });
     expect(notice).toMatchObject({ name: 'notice', severity: 'NOTICE', message: 'n' });
   });
 });
