@@ -37,8 +37,12 @@ export function denySee(qualified: string): {
   return { effect: 'deny', actions: ['SEE'], database: 'demo', ...ref(qualified) };
 }
 
-/** A column of the small catalog: name, unique, generated-from. */
-function col(name: string, attnum: number, opts: { unique?: boolean; from?: string[] } = {}): CatalogColumn {
+/** A text column of the small catalog: name, attnum, unique, generated-from. */
+export function col(
+  name: string,
+  attnum: number,
+  opts: { unique?: boolean; from?: string[] } = {},
+): CatalogColumn {
   return {
     name,
     attnum,

@@ -1,24 +1,12 @@
 // A view's definition is resolved under the path it was printed under (pg_get_viewdef under pg_catalog, pg_temp), never the login's.
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Catalog, CatalogColumn, CatalogRelation } from '../../../../src/catalog/types.js';
+import type { Catalog, CatalogRelation } from '../../../../src/catalog/types.js';
 import { analyze, loadParser } from '../../../../src/sql/analyze.js';
+import { col } from '../../policy/policy-fixtures.js';
 
 beforeAll(async () => {
   await loadParser(15);
 });
-
-function col(name: string, attnum: number): CatalogColumn {
-  return {
-    name,
-    attnum,
-    typeOid: 25,
-    typeName: 'text',
-    notNull: false,
-    generated: null,
-    generatedFrom: [],
-    unique: false,
-  };
-}
 
 function rel(
   oid: number,
