@@ -25,6 +25,11 @@ export class Fifo<T> {
     return this.items[this.head];
   }
 
+  /** The item `i` places after the head (0: the head), or undefined past the tail. */
+  at(i: number): T | undefined {
+    return this.items[this.head + i];
+  }
+
   /** Appends `x` at the tail. */
   push(x: T): void {
     this.items.push(x);

@@ -87,6 +87,11 @@ export class MessageHold {
         : undefined;
   }
 
+  /** True when no large message is arriving or waiting for budget (a chunk of small whole messages then changes nothing here). */
+  get idle(): boolean {
+    return this.arrivingId < 0 && this.waiter === undefined;
+  }
+
   /** The budget's clock (event-loop-blocked time left out), or the wall clock without a budget. */
   private now(): number {
     return this.budget ? this.budget.now() : Date.now();

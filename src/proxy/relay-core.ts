@@ -72,7 +72,7 @@ export abstract class RelayCore extends UpstreamWriteRelay {
   protected batchOpen = false;
   protected closed = false;
   /** Allowed results of this session's gate, by text (the same statement again is not decided again). */
-  private readonly memo = new GateMemo();
+  protected readonly memo = new GateMemo();
 
   constructor(o: RelayOptions) {
     super(o);
@@ -98,7 +98,7 @@ export abstract class RelayCore extends UpstreamWriteRelay {
   /** When the last statement ended or was refused (performance.now() ms); undefined before the first. */
   lastStatementAt: number | undefined;
   /** Messages gated so far, and when the last timed one was decided (0: it was not timed). */
-  private gates = 0;
+  protected gates = 0;
   protected gatedAt = 0;
 
   /** Transaction status of the last ReadyForQuery. */
@@ -248,6 +248,35 @@ export abstract class RelayCore extends UpstreamWriteRelay {
     );
   }
 
+  /**
+   * The gate's result for `sql` when the session's memo holds it for the state now (gate-memo.ts):
+   * the same value {@link withGate} would hand to `allowed`, timed and counted the same way, with
+   * nothing awaited; undefined when it does not hold it, or the policy in force is not confirmed
+   * (policyRefusal), or no catalog is loaded, or the memory budget refuses what it prepares
+   * (then the general path decides, and refuses). Memoized results change no catalog and have no
+   * session effect (GateMemo.keep), so no grant sync is waited for (gate's manageReady).
+   */
+  protected gateMemoized(sql: string): (GateResult & { ok: true }) | undefined {
+    const s = this.o.gateSession;
+    if (s.policyRefusal?.() !== undefined) return undefined;
+    const now = s.catalogNow();
+    if (!now) return undefined;
+    const begun = (++this.gates & (TIMING_SAMPLE - 1)) === 0 ? performance.now() : 0;
+    const r = this.memo.get(sql, s, now);
+    if (!r || this.keepRefusal(r.plans)) return undefined;
+    this.decided(begun);
+    return r;
+  }
+
+  /** A decision begun at `begun` (performance.now(); 0: not timed) is made: observed, and {@link gatedAt} set. */
+  private decided(begun: number): void {
+    if (begun > 0) {
+      const t = performance.now();
+      decisionTime(t - begun);
+      this.gatedAt = t;
+    } else this.gatedAt = 0;
+  }
+
   private gated<C>(
     sql: string,
     ctx: C,
@@ -256,11 +285,7 @@ export abstract class RelayCore extends UpstreamWriteRelay {
     refuse: (this: this, r: Refusal) => void,
     begun: number,
   ): Promise<void> | undefined {
-    if (begun > 0) {
-      const t = performance.now();
-      decisionTime(t - begun);
-      this.gatedAt = t;
-    } else this.gatedAt = 0;
+    this.decided(begun);
     const refusal = r.ok ? this.keepRefusal(r.plans) : r.refusal;
     if (!refusal) return allowed.call(this, ctx, r as GateResult & { ok: true }) ?? undefined;
     this.auditRefusal(sql, refusal, r.ok ? r.plans[0]?.statement : r.statement);

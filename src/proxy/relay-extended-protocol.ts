@@ -60,11 +60,30 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
     // A long text's bytes are in the payload, between the name's NUL and its own.
     const at = sql.length > LONG_TEXT ? f.payload.indexOf(0) + 1 : 0;
     const utf8 = at > 0 ? f.payload.subarray(at, f.payload.indexOf(0, at)) : undefined;
-    return this.withGate(sql, { f, name, sql, paramTypes }, this.parseAllowed, this.refuseExtended, utf8);
+    return this.withGate(
+      sql,
+      { bytes: f.bytes, start: 0, end: f.bytes.length, name, sql, paramTypes },
+      this.parseAllowed,
+      this.refuseExtended,
+      utf8,
+    );
   }
 
-  private parseAllowed(
-    p: { f: Frame; name: string; sql: string; paramTypes: readonly number[] },
+  /**
+   * A Parse allowed by the gate (`p`: where its message lies, `bytes[start, end)`, and what it
+   * decodes to): the statement is kept under its name and the message sent as it came, or with its
+   * rewritten text; refused when it holds several statements, names an unknown type or does not fit
+   * in the memory budget.
+   */
+  protected parseAllowed(
+    p: {
+      bytes: Buffer;
+      start: number;
+      end: number;
+      name: string;
+      sql: string;
+      paramTypes: readonly number[];
+    },
     result: GateResult & { ok: true },
   ): void {
     const { name, sql, paramTypes } = p;
@@ -110,7 +129,7 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
     this.o.gateSession.names.prepared.delete(name);
     // Mask at read: the statement prepared upstream is the rewritten text (wall 2).
     if (result.sent) this.sendWithText(result.sent, (text) => encodeParse(name, text, paramTypes));
-    else this.send(p.f.bytes);
+    else this.sendRange(p.bytes, p.start, p.end);
   }
 
   /** The plan of a statement name: protocol-level first, then SQL-level PREPARE (one namespace in Postgres). */
@@ -136,18 +155,8 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
       });
       return undefined;
     }
-    const current = this.o.gateSession.catalogNow();
-    const samePolicy = entry.policy === this.o.gateSession.config;
-    if (
-      samePolicy &&
-      // A rewritten text names every relation schema-qualified and every column it reads: the
-      // upstream runs exactly what was decided at Parse, whatever the search_path or catalog now.
-      (entry.sent !== entry.sql ||
-        (current &&
-          entry.pathVersion === this.o.gateSession.paths.version &&
-          entry.catalogVersion === current.version))
-    ) {
-      this.bound(f, b.portal, entry, b.statement);
+    if (this.decidedStill(entry)) {
+      this.bound(f.bytes, 0, f.bytes.length, b.portal, entry, b.statement);
       return undefined;
     }
     // DESIGN.md: a decision made at Parse is made again at Bind when the search_path, the catalog
@@ -176,13 +185,31 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
           ...(entry.paramTypes ? { paramTypes: entry.paramTypes } : {}),
         };
         this.statements.set(b.statement, again);
-        this.bound(f, b.portal, again, b.statement);
+        this.bound(f.bytes, 0, f.bytes.length, b.portal, again, b.statement);
       },
       this.refuseExtended,
     );
   }
 
-  /** A Bind of `portal` to the prepared statement `e`, decided: the portal exists from now on (see MapUndo). */
+  /**
+   * Whether a Bind to the prepared statement `entry` runs what was decided at its Parse, without
+   * deciding it again: under the same policy, and with a rewritten text or under the same
+   * search_path and catalog (DESIGN.md: decided again at Bind when one of them changed).
+   */
+  protected decidedStill(entry: PreparedEntry): boolean {
+    const s = this.o.gateSession;
+    if (entry.policy !== s.config) return false;
+    // A rewritten text names every relation schema-qualified and every column it reads: the
+    // upstream runs exactly what was decided at Parse, whatever the search_path or catalog now.
+    if (entry.sent !== entry.sql) return true;
+    const current = s.catalogNow();
+    return (
+      current !== undefined &&
+      entry.pathVersion === s.paths.version &&
+      entry.catalogVersion === current.version
+    );
+  }
+
   /**
    * Before a message that names prepared statement `statement` upstream (Bind, Describe 'S'): when
    * it is the unnamed one and pgwarden's own Simple Query (an in-band catalog read) dropped it
@@ -190,14 +217,25 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
    * its Parse's parameter types); its ParseComplete is consumed. Source: exec_simple_query drops
    * the unnamed statement (postgres.c).
    */
-  private holdUnnamedUpstream(statement: string, e: PreparedEntry): void {
+  protected holdUnnamedUpstream(statement: string, e: PreparedEntry): void {
     if (statement !== '' || !this.unnamedDroppedUpstream) return;
     this.unnamedDroppedUpstream = false;
     this.expects.push({ t: 'reparse' });
     this.send(encodeParse('', e.sent, e.paramTypes ?? []));
   }
 
-  private bound(f: Frame, portal: string, e: PreparedEntry, statement: string): void {
+  /**
+   * A Bind of `portal` to the prepared statement `e`, decided (its message: `bytes[start, end)`):
+   * the portal exists from now on (see MapUndo), and the message goes up as it came.
+   */
+  protected bound(
+    bytes: Buffer,
+    start: number,
+    end: number,
+    portal: string,
+    e: PreparedEntry,
+    statement: string,
+  ): void {
     this.holdUnnamedUpstream(statement, e);
     this.expects.push({ t: 'bind', undo: new MapUndo(this.portals, portal) });
     let entry = portalEntries.get(e);
@@ -209,7 +247,7 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
     this.portals.set(portal, entry);
     // Portals and SQL cursors are one namespace upstream.
     this.o.gateSession.names.cursors.delete(portal);
-    this.send(f.bytes);
+    this.sendRange(bytes, start, end);
   }
 
   /**
@@ -248,8 +286,13 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
 
   private describePortal(f: Frame, portal: PortalEntry | Refusal): void {
     if ('sqlstate' in portal) return this.refuseExtended(portal);
-    this.expects.push({ t: 'describe', plan: portal.plan });
-    this.send(f.bytes);
+    this.sendDescribe(f.bytes, 0, f.bytes.length, portal.plan);
+  }
+
+  /** A Describe (its message: `bytes[start, end)`) of a statement or portal with `plan`: its reply is expected, and it goes up as it came. */
+  protected sendDescribe(bytes: Buffer, start: number, end: number, plan: StatementPlan | null): void {
+    this.expects.push({ t: 'describe', plan });
+    this.sendRange(bytes, start, end);
   }
 
   protected execute(f: Frame): Promise<void> | undefined {
@@ -269,14 +312,15 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
     // waits for a grant sync running (issue 15: a portal bound before the sync began, a prepared
     // DDL executed again, must not race the sync's GRANTs on the same catalog rows).
     const wait = portal.plan?.changesCatalog ? this.o.gateSession.manageReady?.() : undefined;
-    if (wait) return wait.then(() => this.sendExecute(f, portal));
-    this.sendExecute(f, portal);
+    if (wait) return wait.then(() => this.sendExecute(f.bytes, 0, f.bytes.length, portal));
+    this.sendExecute(f.bytes, 0, f.bytes.length, portal);
     return undefined;
   }
 
-  private sendExecute(f: Frame, portal: PortalEntry): void {
+  /** An Execute (its message: `bytes[start, end)`) of `portal`, decided: its replies are expected, and it goes up as it came. */
+  protected sendExecute(bytes: Buffer, start: number, end: number, portal: PortalEntry): void {
     this.expects.push({ t: 'execute', plan: portal.plan, sql: portal.sql, started: performance.now() });
-    this.send(f.bytes);
+    this.sendRange(bytes, start, end);
     // Postgres sends an Execute's replies only at Sync or Flush: a COMMIT's CommandComplete, which
     // publishes its DDL to the other sessions (ResultRelay.completed), must not wait behind the
     // Executes pipelined after it (`Execute COMMIT; Execute pg_sleep(60); Sync`).

@@ -90,6 +90,27 @@ export abstract class ResultRelay extends InBandCatalogRelay {
     return out ?? f.bytes;
   }
 
+  /**
+   * True when the RowDescription whose payload is `chunk[start, end)` goes to the client as it came
+   * for `plan` without a check: no plan, or the same payload this plan accepted last, unmasked (what
+   * {@link rowDescription} returns then is the message itself).
+   */
+  protected rowDescriptionAsIs(
+    plan: StatementPlan | null,
+    chunk: Buffer,
+    start: number,
+    end: number,
+  ): boolean {
+    if (!plan) return true;
+    const known = checkedRowDescriptions.get(plan);
+    return (
+      known !== undefined &&
+      known.out === undefined &&
+      known.payload.length === end - start &&
+      known.payload.compare(chunk, start, end) === 0
+    );
+  }
+
   protected dataRow(plan: StatementPlan | null, f: Frame): Buffer {
     return plan && plan.mask.size > 0 ? maskDataRow(f.bytes, plan.mask, this.carve) : f.bytes;
   }

@@ -32,7 +32,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     this.statements.delete('');
     return this.withGate(
       sql,
-      { f, sql, started: performance.now() },
+      { bytes: f.bytes, start: 0, end: f.bytes.length, sql, started: performance.now() },
       this.queryAllowed,
       this.refuseSimple,
       // A long text's bytes are the payload (before its NUL): the rewrite edits them, not a copy.
@@ -40,8 +40,13 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     );
   }
 
-  private queryAllowed(
-    q: { f: Frame; sql: string; started: number },
+  /**
+   * A Query allowed by the gate (`q`: where its message lies, `bytes[start, end)`, its text and when
+   * it reached pgwarden): sent as it came, or as its rewritten text; a string that uses what it
+   * creates runs in stages.
+   */
+  protected queryAllowed(
+    q: { bytes: Buffer; start: number; end: number; sql: string; started: number },
     result: GateResult & { ok: true },
   ): Promise<void> | undefined {
     const { sql, started } = q;
@@ -65,7 +70,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     this.expects.push({ t: 'query', plans: result.plans, index: 0, sql: kept, started, sent: this.gatedAt });
     // Mask at read: the rewritten text goes up instead of the caller's (wall 2).
     if (result.sent) this.sendWithText(result.sent, encodeQuery);
-    else this.send(q.f.bytes);
+    else this.sendRange(q.bytes, q.start, q.end);
     this.batchOpen = false;
     return undefined;
   }
@@ -168,10 +173,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
       return this.refuseSimple(next.refusal);
     }
     const bytes = encodeQuery(rest);
-    return this.queryAllowed(
-      { f: { code: bytes[0] as number, bytes, payload: bytes.subarray(5) }, sql: rest, started },
-      next,
-    );
+    return this.queryAllowed({ bytes, start: 0, end: bytes.length, sql: rest, started }, next);
   }
 
   /**

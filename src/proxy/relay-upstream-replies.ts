@@ -118,6 +118,12 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
       }
       out.length = 0;
     }
+    this.pauseUpstreamWhileClientFull();
+  }
+
+  /** Stops reading the upstream while the client's socket asks for a drain (it reads slower than the server sends). */
+  protected pauseUpstreamWhileClientFull(): void {
+    const client = this.o.client;
     if (client.writableNeedDrain) {
       this.o.upstream.socket.pause();
       client.once('drain', () => this.o.upstream.socket.resume());
@@ -207,14 +213,19 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
       this.o.gateSession.paths.ready(this.status);
       return ended.held(this.status) ? f.bytes : null;
     }
+    this.transactionReady(this.status);
+    return error ? Buffer.concat([error, f.bytes]) : f.bytes;
+  }
+
+  /** What a ReadyForQuery with `status` that goes to the client changes: portals, the path, the session's status. */
+  protected transactionReady(status: 'I' | 'T' | 'E'): void {
     // Portals end with their transaction (holdable SQL cursors are tracked as cursors, not here).
-    if (this.status === 'I') {
+    if (status === 'I') {
       this.portals.clear();
       this.transactionsEnded++;
     }
-    this.o.gateSession.paths.ready(this.status);
-    this.o.onTransactionStatus(this.status);
-    return error ? Buffer.concat([error, f.bytes]) : f.bytes;
+    this.o.gateSession.paths.ready(status);
+    this.o.onTransactionStatus(status);
   }
 
   /** An upstream ErrorResponse: ours instead for a probe, redacted where the statement touches hidden columns. */

@@ -24,22 +24,33 @@ export abstract class UpstreamWriteRelay {
   private runEnd = 0;
 
   protected send(bytes: Buffer): void {
+    this.sendRange(bytes, 0, bytes.length);
+  }
+
+  /**
+   * Sends the message `bytes[start, end)` (a whole message: a Frame's bytes, or one lying in a
+   * received chunk), as {@link send} does: while coalescing, a range right after the previous one
+   * in the same memory only extends the write; a chunk sent whole from offset 0 is written itself,
+   * without a view.
+   */
+  protected sendRange(bytes: Buffer, start: number, end: number): void {
     // What went up decides whether an implicit extended-protocol transaction is open there.
-    const code = bytes[0] as number;
+    const code = bytes[start] as number;
     if (code === FrontendCode.Sync) this.extendedOpen = false;
     else if (EXTENDED_QUERY_MESSAGES.has(code)) this.extendedOpen = true;
+    const from = bytes.byteOffset + start;
     const run = this.run;
-    if (run && bytes.buffer === run.buffer && bytes.byteOffset === this.runEnd) {
-      this.runEnd += bytes.length;
+    if (run && bytes.buffer === run.buffer && from === this.runEnd) {
+      this.runEnd += end - start;
       return;
     }
     this.flushSent();
     if (!this.coalescing) {
-      this.o.upstream.socket.write(bytes);
+      this.o.upstream.socket.write(start === 0 && end === bytes.length ? bytes : bytes.subarray(start, end));
       return;
     }
-    this.run = bytes;
-    this.runEnd = bytes.byteOffset + bytes.length;
+    this.run = start === 0 ? bytes : bytes.subarray(start);
+    this.runEnd = from + (end - start);
   }
 
   /**

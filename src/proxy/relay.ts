@@ -8,7 +8,7 @@ import { sync } from '../wire/frontend-encode.js';
 import { ProtocolError } from '../wire/protocol-error.js';
 import { HELD_COPIES, PLAIN_COPIES, STALLED_HOLD_MS } from './memory-budget.js';
 import { MessageHold } from './message-hold.js';
-import { UpstreamRepliesRelay } from './relay-upstream-replies.js';
+import { SteadyRequestsRelay } from './relay-steady-requests.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -21,7 +21,7 @@ export type { RelayOptions } from './relay-options.js';
  * errors redacted; SQL-level and protocol-level prepared statements, portals and cursors carry
  * their plans. Original bytes are forwarded where nothing changes.
  */
-export class Relay extends UpstreamRepliesRelay {
+export class Relay extends SteadyRequestsRelay {
   /**
    * The memory budget this session holds for large messages from each side (issue 16 item 2). When
    * other sessions wait for the budget while this one's client neither reads what is held for it
@@ -84,6 +84,8 @@ export class Relay extends UpstreamRepliesRelay {
     client.on('data', (chunk: Buffer) => this.fromClient(chunk));
     for (const f of upstream.pending) this.fromUpstreamFrames([f]);
     upstream.socket.on('data', (chunk: Buffer) => {
+      // The steady state: replies the queue expects plainly go on as they came (relay-steady-replies.ts).
+      if (this.upstreamHold.idle && this.steadyReplies(chunk)) return;
       try {
         upstream.framer.feed(chunk);
         this.fromUpstreamFramer(upstream.framer);
@@ -151,6 +153,18 @@ export class Relay extends UpstreamRepliesRelay {
 
   private fromClient(chunk: Buffer): void {
     if (this.ignoringClient) return;
+    // The steady state: statements the session's memo decided go up as they came (relay-steady-requests.ts).
+    if (this.clientHold.idle) {
+      let at: number;
+      try {
+        at = this.steadyRequests(chunk);
+      } catch (e) {
+        this.failed(e);
+        return;
+      }
+      if (at === chunk.length) return;
+      if (at > 0) chunk = chunk.subarray(at);
+    }
     let frames: Frame[];
     try {
       frames = this.framer.push(chunk);
@@ -209,8 +223,7 @@ export class Relay extends UpstreamRepliesRelay {
         if (held !== undefined) this.clientHold.releaseAfterDrain(held, up);
       }
     } catch (e) {
-      this.o.log.error({ event: 'relay-error', err: (e as Error).stack }, 'relay failed');
-      this.o.terminate({ severity: 'FATAL', code: 'XX000', message: 'pgwarden internal error' });
+      this.failed(e);
     } finally {
       this.coalescing = false;
       this.flushSent();
@@ -221,6 +234,12 @@ export class Relay extends UpstreamRepliesRelay {
       this.o.client.pause();
       up.once('drain', () => !this.ignoringClient && this.o.client.resume());
     }
+  }
+
+  /** An error of pgwarden's own while handling client messages: logged, and the session ends (FATAL XX000). */
+  private failed(e: unknown): void {
+    this.o.log.error({ event: 'relay-error', err: (e as Error).stack }, 'relay failed');
+    this.o.terminate({ severity: 'FATAL', code: 'XX000', message: 'pgwarden internal error' });
   }
 
   /**

@@ -83,3 +83,36 @@ describe('a column hidden after DECLARE', () => {
     });
   }
 });
+
+/** What a statement sent with parameters returned (extended protocol; `name`: a named prepared statement). */
+async function runParams(text: string, name?: string): Promise<string> {
+  return alice.query({ text, values: [1], ...(name ? { name } : {}) }).then(
+    (r) => JSON.stringify(r.rows),
+    (e: pg.DatabaseError) => `error ${e.code}`,
+  );
+}
+
+// The steady path (relay-steady-requests.ts) serves a statement the session ran before from its
+// memo, or a Bind from its Parse's decision: a policy change must be decided anew there too.
+describe('a column hidden after the statement ran again and again', () => {
+  test('Simple Query of the same text, and of the same text with another literal', async () => {
+    for (let i = 0; i < 3; i++) expect(await run('select ssn from users where id = 1')).toContain(SSNS[0]);
+    hide();
+    expect(await run('select ssn from users where id = 1')).not.toContain(SSNS[0]);
+    expect(await run('select ssn from users where id = 2')).not.toContain(SSNS[1]);
+  });
+
+  test('Parse/Bind/Execute of the unnamed statement', async () => {
+    for (let i = 0; i < 3; i++)
+      expect(await runParams('select ssn from users where id = $1')).toContain(SSNS[0]);
+    hide();
+    expect(await runParams('select ssn from users where id = $1')).not.toContain(SSNS[0]);
+  });
+
+  test('Bind/Execute of a named prepared statement', async () => {
+    for (let i = 0; i < 3; i++)
+      expect(await runParams('select ssn from users where id = $1', 'q1')).toContain(SSNS[0]);
+    hide();
+    expect(await runParams('select ssn from users where id = $1', 'q1')).not.toContain(SSNS[0]);
+  });
+});
