@@ -3,8 +3,8 @@ import type { Analysis, SessionEffect } from '../sql/analysis-types.js';
 /** SQLSTATEs of analysis refusals that a fresher catalog may cure (issue 5: analysis runs once more). */
 export const STALE_CATALOG = new Set(['42P01', '42703', '42883', '3F000', '42704']);
 
-/** Statement effects that end or nest transactions: a string with one is never run in stages. */
-const TRANSACTION_CONTROL: ReadonlySet<SessionEffect['kind']> = new Set([
+/** Statement effects that end or nest transactions: a string with one is never run in stages, and a string of them alone is decided under any catalog (statement-gate.ts). */
+export const TRANSACTION_CONTROL: ReadonlySet<SessionEffect['kind']> = new Set([
   'begin',
   'commit',
   'rollback',

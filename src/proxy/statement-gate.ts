@@ -7,7 +7,7 @@ import { blankCodePoints, sliceCodePoints } from './code-points.js';
 import { decideAnalysis } from './gate-decision.js';
 import type { GateMemo } from './gate-memo.js';
 import { type GateSession, pathsFor } from './gate-session.js';
-import { STALE_CATALOG, stageable } from './gate-stages.js';
+import { STALE_CATALOG, stageable, TRANSACTION_CONTROL } from './gate-stages.js';
 import type { Decider, GateResult } from './statement-plan.js';
 
 /**
@@ -98,16 +98,6 @@ function transactionControlOnly(analysis: Analysis): boolean {
       s.sessionEffects.every((e) => TRANSACTION_CONTROL.has(e.kind)),
   );
 }
-
-/** The session effects of transaction control statements. */
-const TRANSACTION_CONTROL: ReadonlySet<SessionEffect['kind']> = new Set([
-  'begin',
-  'commit',
-  'rollback',
-  'savepoint',
-  'rollback-to',
-  'release',
-]);
 
 /** Transaction ends that stay allowed while the policy is stale: they read nothing and free the session. */
 const ENDS_TRANSACTION: ReadonlySet<SessionEffect['kind']> = new Set(['rollback', 'rollback-to']);

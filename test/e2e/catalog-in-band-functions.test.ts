@@ -1,29 +1,15 @@
 // Issue 15: the catalog read on a session's own connection (DDL in a transaction) calls pg_catalog's functions, never one of a schema the session put before pg_catalog on its path (temporary tables named like catalog relations: attacks/in-band-catalog-shadows.test.ts).
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { DEMO_APP_PASSWORD } from '../../src/embedded/demo.js';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestProxy, type TestProxy } from '../helpers/proxy.js';
+import { ownerClient } from '../helpers/proxy-fixture.js';
 
 let proxy: TestProxy;
 const tag = `t15_shadow_${process.pid}`;
 
-/** A direct connection as the tables' owner (the login dba's sessions use upstream). */
-async function owner(): Promise<pg.Client> {
-  const { host, port } = inject('pg');
-  const c = new pg.Client({
-    host,
-    port,
-    user: 'pgwarden_app',
-    password: DEMO_APP_PASSWORD,
-    database: 'demo',
-  });
-  await c.connect();
-  return c;
-}
-
 beforeAll(async () => {
   proxy = await startTestProxy();
-  const c = await owner();
+  const c = await ownerClient();
   try {
     // A schema of this suite's own (other suites share the database): a function that would
     // answer every "was this row written since?" of the change search with false.
@@ -36,7 +22,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await proxy?.close();
-  const c = await owner();
+  const c = await ownerClient();
   await c.query(`DROP SCHEMA IF EXISTS ${tag} CASCADE`).finally(() => c.end());
 });
 
