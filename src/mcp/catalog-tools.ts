@@ -47,8 +47,7 @@ export function registerCatalogTools(server: McpServer, ctx: ToolContext): void 
           args.database,
           identity,
           () => sharedCatalog(ctx.catalog, args.database),
-          extra.signal,
-          true,
+          { signal: extra.signal, leavesNoState: true, readOnly: true },
         );
         const tables = listTables(ctx.config(), identity, args.database, catalog, args.schema);
         return {
@@ -84,8 +83,7 @@ export function registerCatalogTools(server: McpServer, ctx: ToolContext): void 
             const config = ctx.config();
             return describeTable(c, entry, config, identity, args.database, catalog, args.table, args.schema);
           },
-          extra.signal,
-          true,
+          { signal: extra.signal, leavesNoState: true, readOnly: true },
         );
         return { structured: { ...description }, text: JSON.stringify(description) };
       }),

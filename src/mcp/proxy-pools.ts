@@ -68,7 +68,8 @@ export interface PoolEntry {
 }
 
 /**
- * Pools of `pg` connections to the proxy's internal listener, one pool per (database, key id, token):
+ * Pools of `pg` connections to the proxy's internal listener, one pool per (database, key id, token,
+ * read only or not; a read pool's sessions log in with `default_transaction_read_only=on`):
  * every connection logs in over SCRAM as the key (user = key id, password = token), so every statement
  * a tool runs goes through the proxy's session code — role resolution, the unruled-database refusal at
  * connect, analysis, decision, masking, error redaction and the proxy's audit line. Each checkout runs
@@ -83,7 +84,8 @@ export class ProxyPools {
 
   /**
    * A connection for `identity` to `database` in a fresh session's state: a new login, or a pooled
-   * connection that {@link giveBack} reset with `DISCARD ALL` before it went back to the pool. The
+   * connection that {@link giveBack} reset with `DISCARD ALL` before it went back to the pool; with
+   * `readOnly`, from the key's read pool, where every transaction is READ ONLY. The
    * caller hands it back with {@link giveBack} (or `release(true)` to drop a connection left in an
    * unknown state). Rejects with the proxy's own error when the connection is refused (pg DatabaseError with `code`:
    * 28P01 bad token, 3D000 unknown database, 42501 a database no role mentions, 28000 no role), with
@@ -93,8 +95,9 @@ export class ProxyPools {
   async acquire(
     database: string,
     identity: McpIdentity,
+    readOnly = false,
   ): Promise<{ client: pg.PoolClient; entry: PoolEntry }> {
-    const entry = this.entryFor(database, identity);
+    const entry = this.entryFor(database, identity, readOnly);
     let client: pg.PoolClient;
     try {
       client = await entry.pool.connect();
@@ -163,9 +166,9 @@ export class ProxyPools {
     await Promise.all(pools.map((p) => p.pool.end().catch(() => undefined)));
   }
 
-  private entryFor(database: string, identity: McpIdentity): PoolEntry {
+  private entryFor(database: string, identity: McpIdentity, readOnly: boolean): PoolEntry {
     const tokenHash = crypto.createHash('sha256').update(identity.token, 'utf8').digest('hex');
-    const key = `${database}\0${identity.keyId}\0${tokenHash}`;
+    const key = `${database}\0${identity.keyId}\0${tokenHash}\0${readOnly ? 'r' : 'w'}`;
     const existing = this.pools.get(key);
     if (existing) return existing;
     const pool = new pg.Pool({
@@ -180,6 +183,9 @@ export class ProxyPools {
       connectionTimeoutMillis: this.opts.waitMs ?? DEFAULT_WAIT_MS,
       ...(this.opts.statementTimeoutMs ? { statement_timeout: this.opts.statementTimeoutMs } : {}),
       types: TYPES,
+      // Every transaction of a read pool's sessions is READ ONLY, the implicit one of a lone
+      // statement included: a startup parameter, so DISCARD ALL (RESET ALL) keeps it.
+      ...(readOnly ? { options: '-c default_transaction_read_only=on' } : {}),
       // Statements are written without waiting for the one before (each with its own Sync, so an
       // error ends only its own statement): a tool's BEGIN, DECLARE, FETCH and ROLLBACK, and the
       // DISCARD ALL behind them, go out in one write (issue 18).

@@ -39,12 +39,6 @@ export const MAX_MAX_ROWS = 10_000;
  */
 export const MAX_RESULT_BYTES = 4 << 20;
 
-/** Rows one FETCH asks for: a batch's rows past the caps are read and dropped, never kept. */
-const FETCH_BATCH = 1000;
-
-/** The cursor execute_query reads through; DISCARD ALL closes it before the next checkout anyway. */
-const CURSOR = 'pgwarden_mcp_rows';
-
 function extended(text: string, params: readonly SqlParam[] = []): pg.QueryArrayConfig {
   // Extended protocol always: one statement per Parse, so a `;` cannot smuggle a second statement
   // (e.g. a COMMIT ending the READ ONLY transaction) past the wrapper.
@@ -74,6 +68,30 @@ interface Kept {
 }
 
 /**
+ * A query whose Execute asks for at most `limit` rows and is followed by its Sync at once: one round
+ * trip, and rows past the limit never cross the wire (the portal stops, PortalSuspended, and the
+ * Sync closes it outside a transaction block). node-pg's own `rows` option would ask for more
+ * rows in further round trips, and is refused on a pipelined connection; this is a plain Query
+ * there (node-pg 8.23: `_getRows` writes the Execute, `handlePortalSuspended` asks for more).
+ * Protocol: "Extended Query" (Execute's row limit). The command tag of a stopped portal is empty.
+ */
+class LimitedQuery extends pg.Query {
+  constructor(
+    config: pg.QueryArrayConfig,
+    private readonly limit: number,
+  ) {
+    super(config);
+  }
+
+  _getRows(connection: { execute(o: { portal?: string; rows: number }): void; sync(): void }): void {
+    connection.execute({ portal: (this as unknown as { portal?: string }).portal ?? '', rows: this.limit });
+    connection.sync();
+  }
+
+  handlePortalSuspended(): void {}
+}
+
+/**
  * Runs `config` on `client` keeping at most `maxRows - kept.rows.length` more rows and at most
  * {@link MAX_RESULT_BYTES} in all (each row counted as its JSON object's length); rows past either cap are
  * parsed one at a time and dropped (node-pg keeps no rows when a query has a 'row' listener and
@@ -85,8 +103,9 @@ function cappedQuery(
   config: pg.QueryArrayConfig,
   maxRows: number,
   kept: Kept,
+  executeLimit?: number,
 ): Promise<{ command: string; fields: pg.FieldDef[]; rowCount: number | null; rows: number }> {
-  const q = new pg.Query(config);
+  const q = executeLimit === undefined ? new pg.Query(config) : new LimitedQuery(config, executeLimit);
   let rows = 0;
   /** The JSON of a row's names: `"name":` and a comma per column, and the braces. */
   let namesBytes: number | undefined;
@@ -130,6 +149,16 @@ function toRows(command: string, fields: readonly pg.FieldDef[], kept: Kept): Ro
   };
 }
 
+/** How a tool uses its connection ({@link withConnection}). */
+export interface ConnectionUse {
+  /** The call's cancellation (the MCP client cancelled it, or its HTTP request went away). */
+  readonly signal?: AbortSignal;
+  /** `work` runs only pgwarden's own statements that change nothing of the session, or none. */
+  readonly leavesNoState?: boolean;
+  /** From the key's read pool: every transaction READ ONLY (ProxyPools). */
+  readonly readOnly?: boolean;
+}
+
 /**
  * Runs `work` on a connection for `identity` to `database` taken from `pools` (in a fresh session's
  * state: see ProxyPools.giveBack). After `work` the connection is handed back without waiting:
@@ -147,11 +176,11 @@ export async function withConnection<T>(
   database: string,
   identity: McpIdentity,
   work: (client: pg.PoolClient, entry: PoolEntry) => Promise<T>,
-  signal?: AbortSignal,
-  leavesNoState = false,
+  opts: ConnectionUse = {},
 ): Promise<T> {
+  const { signal, leavesNoState = false, readOnly = false } = opts;
   signal?.throwIfAborted();
-  const { client, entry } = await pools.acquire(database, identity);
+  const { client, entry } = await pools.acquire(database, identity, readOnly);
   let broken = false;
   let cancel: Promise<void> | undefined;
   const onAbort = () => {
@@ -186,15 +215,16 @@ async function serverVersionNum(client: pg.PoolClient, entry: PoolEntry): Promis
 }
 
 /**
- * execute_query: runs one statement in a `BEGIN READ ONLY` transaction that is rolled back, so a
- * write is refused by the proxy (no INSERT/UPDATE/DELETE/MANAGE in the roles: 42501) or by
- * PostgreSQL (25006 read_only_sql_transaction) and nothing persists. A plain SELECT runs as
- * `DECLARE … NO SCROLL CURSOR FOR <sql>` then `FETCH FORWARD` in batches until max_rows+1 rows or
- * {@link MAX_RESULT_BYTES} (the proxy decides a DECLARE by the query it holds and masks the FETCH);
- * any other statement (SHOW, a parse error for the proxy to report) runs as is and is capped here.
- * Output: the rows, masked columns as `*****`; `truncated` when there were more than `maxRows` or
- * they took more than MAX_RESULT_BYTES.
- * Errors: the proxy's ErrorResponse (pg DatabaseError), or ToolFailure 42601 for no or several statements.
+ * execute_query: runs one statement on a connection of the key's read pool, where every
+ * transaction is READ ONLY (ProxyPools: `default_transaction_read_only=on` at login, kept by
+ * DISCARD ALL), so a write is refused by the proxy (no INSERT/UPDATE/DELETE/MANAGE in the roles:
+ * 42501) or by PostgreSQL (25006 read_only_sql_transaction) and nothing persists. One round trip:
+ * Parse, Bind, Describe, Execute with a row limit of `maxRows` + 1, Sync (the proxy decides the
+ * statement at Parse, masks its rows and audits the Execute); at most one row past the cap crosses
+ * the wire, and rows past {@link MAX_RESULT_BYTES} are read and dropped. Output: the rows, masked
+ * columns as `*****`; `truncated` when there were more than `maxRows` or they took more than
+ * MAX_RESULT_BYTES. Errors: the proxy's ErrorResponse (pg DatabaseError), or ToolFailure 42601 for
+ * no or several statements.
  */
 export async function runReadQuery(
   client: pg.PoolClient,
@@ -205,42 +235,9 @@ export async function runReadQuery(
 ): Promise<RowsResult> {
   const shape = await statementShape(sql, await serverVersionNum(client, entry));
   const kept: Kept = { rows: [], bytes: 0, dropped: false };
-  if (!shape.cursorable) {
-    // The statement goes out only once BEGIN READ ONLY took effect: outside the transaction a write would commit.
-    await client.query('BEGIN READ ONLY');
-    const [out] = await Promise.all([
-      cappedQuery(client, extended(shape.text, params), maxRows, kept),
-      client.query('ROLLBACK'),
-    ]);
-    return toRows(out.command, out.fields, kept);
-  }
-  // Pipelined, two round trips for up to FETCH_BATCH - 1 rows: BEGIN READ ONLY with DECLARE, then
-  // the FETCH with, when that FETCH is the last, ROLLBACK. Each statement has its own Sync; DECLARE
-  // without the transaction fails closed (25P01 no_active_sql_transaction: DECLARE CURSOR runs only
-  // in a transaction block), so nothing runs outside the READ ONLY transaction. The first error in
-  // wire order is the call's. (A FETCH cannot go out with its DECLARE: the proxy knows a cursor
-  // once its DECLARE completed, and refuses a FETCH of one it does not know, 34000.)
-  await Promise.all([
-    client.query('BEGIN READ ONLY'),
-    client.query(extended(`DECLARE ${CURSOR} NO SCROLL CURSOR FOR ${shape.text}`, params)),
-  ]);
-  let fields: pg.FieldDef[] = [];
-  let rolledBack = false;
-  for (;;) {
-    const want = Math.min(FETCH_BATCH, maxRows + 1 - kept.rows.length);
-    // It is the last FETCH when it asks for every row left up to the cap: fewer end the cursor,
-    // as many put the rows over maxRows (truncated).
-    const last = want === maxRows + 1 - kept.rows.length;
-    const fetch = cappedQuery(client, extended(`FETCH FORWARD ${want} FROM ${CURSOR}`), maxRows, kept);
-    const rollback = last ? client.query('ROLLBACK') : undefined;
-    rolledBack = last;
-    const [r] = await Promise.all([fetch, rollback]);
-    fields = r.fields;
-    if (r.rows < want || kept.dropped) break;
-  }
-  // Not awaited: a failed ROLLBACK leaves DISCARD ALL failing in the transaction, and the connection is dropped.
-  if (!rolledBack) client.query('ROLLBACK').catch(() => undefined);
-  return toRows('SELECT', fields, kept);
+  const out = await cappedQuery(client, extended(shape.text, params), maxRows, kept, maxRows + 1);
+  // A portal stopped at its limit has no command tag: only a row-returning statement stops.
+  return toRows(out.command || 'SELECT', out.fields, kept);
 }
 
 /**

@@ -36,7 +36,7 @@ export function registerQueryTools(server: McpServer, ctx: ToolContext): void {
           args.database,
           identity,
           (c, entry) => runReadQuery(c, entry, args.sql, args.params as SqlParam[] | undefined, maxRows),
-          extra.signal,
+          { signal: extra.signal, readOnly: true },
         );
         return {
           structured: { ...result },
@@ -69,7 +69,7 @@ export function registerQueryTools(server: McpServer, ctx: ToolContext): void {
           args.database,
           identity,
           (c, entry) => runStatement(c, entry, args.sql, args.params as SqlParam[] | undefined),
-          extra.signal,
+          { signal: extra.signal },
         );
         return {
           structured: { ...result },
@@ -98,7 +98,7 @@ export function registerQueryTools(server: McpServer, ctx: ToolContext): void {
           identity,
           (c, entry) =>
             runExplain(c, entry, args.sql, args.params as SqlParam[] | undefined, args.analyze ?? false),
-          extra.signal,
+          { signal: extra.signal, readOnly: true },
         );
         const plan = lines.join('\n');
         return { structured: { plan }, text: plan };

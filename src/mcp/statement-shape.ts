@@ -1,4 +1,4 @@
-// The shape of a tool's SQL: exactly one statement, and whether it can run under a cursor (to cap rows).
+// The shape of a tool's SQL: exactly one statement, its span and its parse node type.
 import { LRUCache } from 'lru-cache';
 import { loadParser, majorOfServerVersion } from '../sql/parser.js';
 import { ToolFailure } from './tool-errors.js';
@@ -18,18 +18,16 @@ export interface StatementShape {
    * parser refused it — the proxy then answers the syntax error itself, with its own message.
    */
   readonly text: string;
-  /** True for a plain SELECT/VALUES/TABLE (no INTO): it can be wrapped in `DECLARE … CURSOR FOR`. */
-  readonly cursorable: boolean;
   /** The statement's parse node type (`SelectStmt`, `TransactionStmt`, …); undefined when the parser refused the text. */
   readonly nodeType?: string;
 }
 
 /**
  * Reads the shape of `sql` with the parser of the upstream's major (`serverVersionNum`), the same
- * grammar the proxy analyzes with. Output: the statement's text and whether it is cursorable.
+ * grammar the proxy analyzes with. Output: the statement's text and node type.
  * Throws {@link ToolFailure} 42601 for an empty text or more than one statement (a tool runs one
  * statement; the extended protocol would refuse several with the same SQLSTATE). A text that does
- * not parse is returned whole, not cursorable, for the proxy to refuse. Rejects with
+ * not parse is returned whole, for the proxy to refuse. Rejects with
  * ParserUnavailableError (0A000) for a major without a parser.
  */
 export async function statementShape(sql: string, serverVersionNum: number): Promise<StatementShape> {
@@ -49,7 +47,7 @@ function readShape(
   out: ReturnType<Awaited<ReturnType<typeof loadParser>>['parse']>,
   sql: string,
 ): StatementShape | ToolFailure {
-  if (!out.ok) return { text: sql, cursorable: false };
+  if (!out.ok) return { text: sql };
   const statements = out.parsed.statements;
   if (statements.length === 0) return new ToolFailure('42601', 'no statement to run: the SQL text is empty');
   if (statements.length > 1)
@@ -59,10 +57,5 @@ function readShape(
     );
   const s = statements[0]!;
   const text = sql.slice(s.location, s.location + s.length);
-  const node = s.node as { intoClause?: unknown } | undefined;
-  return {
-    text,
-    cursorable: s.nodeType === 'SelectStmt' && node?.intoClause === undefined,
-    nodeType: s.nodeType,
-  };
+  return { text, nodeType: s.nodeType };
 }

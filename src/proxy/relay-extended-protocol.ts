@@ -346,8 +346,13 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
         this.completed(head.plan, head.sql, head.started, decodeCommandComplete(f.payload));
         this.expects.shift();
         return f.bytes;
-      case BackendCode.EmptyQueryResponse:
       case BackendCode.PortalSuspended:
+        // Its row limit reached: the rows went to the client, and the portal may never complete (a
+        // Sync closes it outside a transaction block), so the Execute is audited now.
+        this.auditDone(head.plan, head.sql, head.started, '');
+        this.expects.shift();
+        return f.bytes;
+      case BackendCode.EmptyQueryResponse:
         this.expects.shift();
         return f.bytes;
       default:

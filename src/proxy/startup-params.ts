@@ -24,7 +24,9 @@ export interface FilteredStartup {
 
 /**
  * Settings a client may set at startup, directly or as `-c` in `options` (DESIGN.md "Startup").
- * Each one changes formatting only, never how the server reads SQL text.
+ * Each one changes formatting only, never how the server reads SQL text; or, as
+ * `default_transaction_read_only`, only narrows what the session may do (pgwarden mcp's read tools
+ * log in with it on).
  */
 const SETTINGS = new Set([
   'application_name',
@@ -38,6 +40,7 @@ const SETTINGS = new Set([
   'idle_in_transaction_session_timeout',
   'bytea_output',
   'client_min_messages',
+  'default_transaction_read_only',
 ]);
 
 /** Canonical spellings PostgreSQL reports in ParameterStatus, so the upstream sees the usual names. */

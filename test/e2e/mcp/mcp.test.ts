@@ -282,6 +282,27 @@ describe('pgwarden mcp over stdio', () => {
     );
   });
 
+  test('execute_query stopped at max_rows (PortalSuspended): masked as ever, and the proxy audits the statement', async () => {
+    const r = await callTool(analyst.client, 'execute_query', {
+      database: 'demo',
+      sql: 'SELECT id, ssn AS stopped_portal_probe FROM users ORDER BY id',
+      max_rows: 2,
+    });
+    expect(r.isError, r.text).toBeFalsy();
+    expect(JSON.parse(r.text)).toEqual([
+      { id: 1, stopped_portal_probe: '*****' },
+      { id: 2, stopped_portal_probe: '*****' },
+    ]);
+    expect(r.structuredContent).toMatchObject({ row_count: 2, truncated: true });
+    await analyst.logs.waitFor(
+      (l) =>
+        l.audit === true &&
+        l.event !== 'mcp-tool' &&
+        l.identity === KEY_IDS.analyst &&
+        String(l.sql).includes('stopped_portal_probe'),
+    );
+  });
+
   test('a missing, revoked or expired key: the process exits 2 before serving', () => {
     for (const token of [undefined, TOKENS.revoked, TOKENS.expired, 'pgwt_not-a-key']) {
       const env = { ...testEnv() } as Record<string, string>;

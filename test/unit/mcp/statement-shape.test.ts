@@ -1,4 +1,4 @@
-// statementShape: one statement and its span, cursorable or not; none or several are 42601, the same again when the shape comes from the cache.
+// statementShape: one statement, its span and node type; none or several are 42601, the same again when the shape comes from the cache.
 import { describe, expect, test } from 'vitest';
 import { statementShape } from '../../../src/mcp/statement-shape.js';
 import { ToolFailure } from '../../../src/mcp/tool-errors.js';
@@ -6,21 +6,17 @@ import { ToolFailure } from '../../../src/mcp/tool-errors.js';
 const PG15 = 150_004;
 
 describe('statementShape', () => {
-  test('a SELECT is cursorable, SELECT INTO and SHOW are not; a trailing ; is dropped', async () => {
+  test('one statement: its span (a trailing ; dropped) and node type', async () => {
     expect(await statementShape('SELECT 1 AS one;', PG15)).toEqual({
       text: 'SELECT 1 AS one',
-      cursorable: true,
       nodeType: 'SelectStmt',
     });
-    expect((await statementShape('SELECT 1 INTO t', PG15)).cursorable).toBe(false);
     expect(await statementShape('SHOW search_path', PG15)).toMatchObject({
-      cursorable: false,
       nodeType: 'VariableShowStmt',
     });
     // Asked again: the cached shape, equal.
     expect(await statementShape('SELECT 1 AS one;', PG15)).toEqual({
       text: 'SELECT 1 AS one',
-      cursorable: true,
       nodeType: 'SelectStmt',
     });
   });
@@ -33,6 +29,6 @@ describe('statementShape', () => {
       });
       await expect(statementShape(' ; ', PG15)).rejects.toBeInstanceOf(ToolFailure);
     }
-    expect(await statementShape('SELEC 1', PG15)).toEqual({ text: 'SELEC 1', cursorable: false });
+    expect(await statementShape('SELEC 1', PG15)).toEqual({ text: 'SELEC 1' });
   });
 });
