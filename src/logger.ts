@@ -1,5 +1,6 @@
 // The process logger and the audit logger: pino JSON lines on stderr or in a file (log-file.ts), or pretty-printed with --pretty.
 import pino, { type Logger } from 'pino';
+import { LineBatch } from './log-batch.js';
 import { type LogFile, type LogFileOptions, openLogFile } from './log-file.js';
 
 /** pino-pretty on stderr, as `--pretty` prints every line (the process log and the audit alike). */
@@ -44,7 +45,8 @@ export function makeFileLogger(file: LogFileOptions, level?: string): { logger: 
 /**
  * The audit logger: one JSON line per statement, to `file` (appended; reopened on SIGHUP and
  * rotated by size as log-file.ts does) or stderr, written in batches of at least 8 KiB or every
- * `flushMs` (default 500 ms) so that a busy proxy does not pay one write per statement. With
+ * `flushMs` (default 500 ms) so that a busy proxy does not pay one write per statement, and
+ * gathered in a LineBatch (log-batch.ts) so that it does not pay SonicBoom's work per line. With
  * `pretty` and no `file`, audit lines go to stderr pretty-printed like the process log (one
  * format per run); a file always gets JSON. `reopen()` opens the file's path again (a no-op on
  * stderr); `close()` flushes what is buffered (call it before exiting).
@@ -62,7 +64,7 @@ export function makeAuditLogger(
         process.stderr.write(`pgwarden: cannot rotate ${file.file}: ${e.message}\n`),
       )
     : undefined;
-  const dest = opened?.dest ?? pino.destination({ dest: 2, sync: false, minLength: 8192 });
+  const dest = new LineBatch(opened?.dest ?? pino.destination({ dest: 2, sync: false, minLength: 8192 }));
   const timer = setInterval(() => dest.flush(), opts.flushMs ?? 500);
   timer.unref();
   const logger = pino({ level: 'info', base: undefined }, dest);
@@ -71,7 +73,7 @@ export function makeAuditLogger(
     reopen: () => opened?.reopen(),
     close: () => {
       clearInterval(timer);
-      dest.flushSync();
+      dest.close();
     },
   };
 }
