@@ -53,6 +53,7 @@ export abstract class SteadyRequestsRelay extends SteadyRepliesRelay {
     const n = chunk.length;
     let at = 0;
     this.coalescing = true;
+    this.corkRuns = true;
     try {
       while (n - at >= 5) {
         const size = chunk.readInt32BE(at + 1) + 1;
@@ -62,6 +63,7 @@ export abstract class SteadyRequestsRelay extends SteadyRepliesRelay {
     } finally {
       this.coalescing = false;
       this.flushSent();
+      this.uncorkRuns();
     }
     const up = this.o.upstream.socket;
     if (at > 0 && up.writableNeedDrain) {

@@ -20,6 +20,13 @@ export abstract class UpstreamWriteRelay {
    * forwarded as they came leave as one view of the client's bytes, one write (issue 18).
    */
   protected coalescing = false;
+  /**
+   * Set with `coalescing` where nothing corks the socket for the batch (the steady path): when a
+   * second write is needed in the batch (a rewritten text between forwarded bytes), the socket is
+   * corked then, and {@link uncorkRuns} lets the batch go as one write.
+   */
+  protected corkRuns = false;
+  private corked = false;
   private run: Buffer | undefined;
   private runEnd = 0;
 
@@ -44,7 +51,7 @@ export abstract class UpstreamWriteRelay {
       this.runEnd += end - start;
       return;
     }
-    this.flushSent();
+    this.flushSent(true);
     if (!this.coalescing) {
       this.o.upstream.socket.write(start === 0 && end === bytes.length ? bytes : bytes.subarray(start, end));
       return;
@@ -71,20 +78,36 @@ export abstract class UpstreamWriteRelay {
     const head = Buffer.from(empty.subarray(0, at));
     head.writeInt32BE(empty.length - 1 + body.length, 1);
     this.send(head);
-    this.flushSent();
+    this.flushSent(true);
     const up = this.o.upstream.socket;
     up.write(body);
     up.write(empty.subarray(at));
   }
 
-  /** Writes what {@link send} holds back; call before `coalescing` is cleared or the socket is used directly. */
-  protected flushSent(): void {
+  /**
+   * Writes what {@link send} holds back; call before `coalescing` is cleared or the socket is used
+   * directly. `more`: other writes follow in the same batch (then, under `corkRuns`, the socket is
+   * corked first).
+   */
+  protected flushSent(more = false): void {
     const run = this.run;
     if (!run) return;
     this.run = undefined;
+    if (more && this.corkRuns && !this.corked) {
+      this.corked = true;
+      this.o.upstream.socket.cork();
+    }
     const length = this.runEnd - run.byteOffset;
     this.o.upstream.socket.write(
       length === run.length ? run : Buffer.from(run.buffer, run.byteOffset, length),
     );
+  }
+
+  /** Ends a batch sent under `corkRuns`: what was written since the socket was corked leaves as one write. */
+  protected uncorkRuns(): void {
+    this.corkRuns = false;
+    if (!this.corked) return;
+    this.corked = false;
+    this.o.upstream.socket.uncork();
   }
 }
