@@ -18,7 +18,8 @@ interface Baseline {
 }
 
 test('pgbench -S through the relay in process costs at most 1.25× the baseline ratio to the reference workload', async () => {
-  const m = await bestHotPath(3);
+  // The best of five: noise on a loaded CI machine only slows a measurement, a real regression slows all five.
+  const m = await bestHotPath(5);
   process.stdout.write(
     `hot path: ${m.subjectUs.toFixed(1)} µs per iteration (6 transactions), reference ${m.referenceUs.toFixed(2)} µs, ratio ${m.ratio.toFixed(2)}\n`,
   );
