@@ -258,6 +258,13 @@ describe('pgwarden mcp over stdio', () => {
 
   sharedScenarios(() => ({ analyst: analyst.client, support: support.client }));
 
+  /** The proxy's own audit line (not the tool's) of a statement of the analyst key containing `fragment`. */
+  const proxyLineOfAnalyst = (fragment: string) => (l: Record<string, unknown>) =>
+    l.audit === true &&
+    l.event !== 'mcp-tool' &&
+    l.identity === KEY_IDS.analyst &&
+    String(l.sql).includes(fragment);
+
   test('every tool call writes an audit line with the key id; statements get the proxy’s own lines', async () => {
     await callTool(analyst.client, 'execute_query', {
       database: 'demo',
@@ -273,13 +280,7 @@ describe('pgwarden mcp over stdio', () => {
       transport: 'stdio',
     });
     expect(JSON.stringify(line)).not.toContain("'x'");
-    await analyst.logs.waitFor(
-      (l) =>
-        l.audit === true &&
-        l.event !== 'mcp-tool' &&
-        l.identity === KEY_IDS.analyst &&
-        String(l.sql).includes('users'),
-    );
+    await analyst.logs.waitFor(proxyLineOfAnalyst('users'));
   });
 
   test('execute_query stopped at max_rows (PortalSuspended): masked as ever, and the proxy audits the statement', async () => {
@@ -294,13 +295,7 @@ describe('pgwarden mcp over stdio', () => {
       { id: 2, stopped_portal_probe: '*****' },
     ]);
     expect(r.structuredContent).toMatchObject({ row_count: 2, truncated: true });
-    await analyst.logs.waitFor(
-      (l) =>
-        l.audit === true &&
-        l.event !== 'mcp-tool' &&
-        l.identity === KEY_IDS.analyst &&
-        String(l.sql).includes('stopped_portal_probe'),
-    );
+    await analyst.logs.waitFor(proxyLineOfAnalyst('stopped_portal_probe'));
   });
 
   test('a missing, revoked or expired key: the process exits 2 before serving', () => {
