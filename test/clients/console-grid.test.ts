@@ -317,6 +317,37 @@ describe('web console', () => {
     await context.close();
   });
 
+  test('a page whose data comes back after the user moved on does not replace the page they moved to', async () => {
+    const { context, page } = await newPage();
+    await login(page, 'dba');
+    // The keys page's list is held until the audit page is showing, as a loaded server does.
+    let release: () => void = () => {};
+    const held = new Promise<void>((res) => {
+      release = res;
+    });
+    await page.route('**/api/api-keys', async (r) => {
+      await held;
+      await r.continue();
+    });
+    await page.goto(`${base}/console/#/keys`);
+    await page.goto(`${base}/console/#/audit`);
+    await page.getByRole('heading', { name: 'Audit log' }).waitFor();
+    // After its keys the page asks for the roles (dba holds workspace_roles), then renders.
+    const roles = page.waitForResponse((res) => res.url().endsWith('/api/roles'));
+    release();
+    await (await roles).finished();
+    await page.evaluate(
+      () =>
+        new Promise((res) =>
+          requestIdleCallback(() => requestIdleCallback(res, { timeout: 2000 }), { timeout: 2000 }),
+        ),
+    );
+    expect(await page.locator('main h1').first().textContent()).toBe('Audit log');
+    await page.getByLabel('Identity').fill('alice');
+    await page.unroute('**/api/api-keys');
+    await context.close();
+  });
+
   test('screenshots of each page at 1280×800 and 390 px wide, light and dark', async () => {
     const pages: [string, string, ((p: Page) => Promise<void>)?][] = [
       ['home', '#/'],

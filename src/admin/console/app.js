@@ -193,8 +193,13 @@ whenExpired(() => {
   else location.hash = '#/login';
 });
 
+/** How many times route() has run: a page whose data came back after a later route ran is stale. */
+let routes = 0;
+
 /** Renders the page the hash names. */
 export async function route() {
+  const generation = ++routes;
+  const current = () => generation === routes;
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
   const [name, arg] = parts;
   if (!state.session) {
@@ -207,7 +212,17 @@ export async function route() {
   const page = PAGES.find((p) => p.path === name);
   if (!page) return fill(main, h('h1', {}, 'Not found'), h('p', {}, h('a', { href: '#/' }, 'Home')));
   if (!holds(page.action)) return fill(main, missing(page));
-  const ctx = { main, session: state.session, holds, notice, route };
+  // A page fills ctx.main after its API calls return. If the user has gone to another page by
+  // then, its late answer must not replace that page: it fills a detached element instead.
+  const ctx = {
+    get main() {
+      return current() ? main : document.createElement('main');
+    },
+    session: state.session,
+    holds,
+    notice,
+    route,
+  };
   try {
     if (name === 'roles' && arg !== undefined) await rolePage(ctx, arg);
     else if (name === 'roles') await rolesPage(ctx);
@@ -217,10 +232,10 @@ export async function route() {
     else if (name === 'audit') await auditPage(ctx);
     else if (name === 'try') await tryPage(ctx);
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401) return;
+    if ((err instanceof ApiError && err.status === 401) || !current()) return;
     fill(main, h('h1', {}, page.title), h('div', { class: 'box bad', role: 'alert' }, ...explain(err)));
   }
-  main.focus({ preventScroll: true });
+  if (current()) main.focus({ preventScroll: true });
 }
 
 window.addEventListener('hashchange', () => void route());
