@@ -1,6 +1,6 @@
 // The upstream's replies in the steady state: a chunk whose every message is one the queue expects plainly goes to the client as it came, read by headers only.
 import { BackendCode } from '../wire/codes.js';
-import { asciiCString } from '../wire/in-place.js';
+import { asciiCString, asciiCStringEnd } from '../wire/in-place.js';
 import type { Expect } from './expected-replies.js';
 import { UpstreamRepliesRelay } from './relay-upstream-replies.js';
 import type { StatementPlan } from './statement-plan.js';
@@ -132,7 +132,8 @@ export abstract class SteadyRepliesRelay extends UpstreamRepliesRelay {
         case BackendCode.CommandComplete: {
           const plan = resultPlan(head, index);
           if (plan === false || !plainCompletion(plan)) return false;
-          if (asciiCString(chunk, at + 5, at + size) === undefined) return false;
+          // Its tag is read once, when the chunk is taken; here only checked (ASCII, one NUL, at its end).
+          if (asciiCStringEnd(chunk, at + 5, at + size) !== at + size) return false;
           if (head.t === 'execute') next = true;
           else index++;
           break;

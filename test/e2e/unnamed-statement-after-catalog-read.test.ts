@@ -10,14 +10,21 @@ const fx = useProxyFixture({
   teardown: 'drop schema if exists unnamed_reparse cascade',
 });
 
+/** Sends messages and a Sync on `c`; resolves with the replies up to its ReadyForQuery. */
+const batchOn =
+  (c: Awaited<ReturnType<typeof fx.raw>>) =>
+  async (...m: Buffer[]) => {
+    c.write(Buffer.concat([...m, sync()]));
+    return c.untilReady(60_000);
+  };
+
+/** Parse, Bind and Execute of `sql` as the prepared statement `name`. */
+const run = (name: string, sql: string) => [parse(name, sql), bind({ statement: name }), execute()];
+
 test('a Bind of the unnamed statement after DDL and an in-band catalog read in a transaction runs it (was 26000)', async () => {
   const c = await fx.raw('dba');
   try {
-    const batch = async (...m: Buffer[]) => {
-      c.write(Buffer.concat([...m, sync()]));
-      return c.untilReady(60_000);
-    };
-    const run = (name: string, sql: string) => [parse(name, sql), bind({ statement: name }), execute()];
+    const batch = batchOn(c);
     expect(cells(await batch(...run('', 'select 1 as one')))).toEqual(['1']);
     expect(errorCodes(await batch(...run('b', 'begin')))).toEqual([]);
     expect(errorCodes(await batch(...run('d', 'create table unnamed_reparse.t (x int)')))).toEqual([]);
@@ -37,11 +44,7 @@ test('a Bind of the unnamed statement after DDL and an in-band catalog read in a
 test('a Describe of the unnamed statement after DDL and an in-band catalog read in a transaction describes it (was 26000)', async () => {
   const c = await fx.raw('dba');
   try {
-    const batch = async (...m: Buffer[]) => {
-      c.write(Buffer.concat([...m, sync()]));
-      return c.untilReady(60_000);
-    };
-    const run = (name: string, sql: string) => [parse(name, sql), bind({ statement: name }), execute()];
+    const batch = batchOn(c);
     expect(errorCodes(await batch(parse('', 'select 2 as two')))).toEqual([]);
     expect(errorCodes(await batch(...run('b', 'begin')))).toEqual([]);
     expect(errorCodes(await batch(...run('d', 'create table unnamed_reparse.u (x int)')))).toEqual([]);
