@@ -76,8 +76,13 @@ const SUPERUSER_PASSWORD = 'postgres-embedded';
 export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<EmbeddedServer> {
   const fixed = opts.port !== undefined && opts.port > 0;
   for (let attempt = 1; ; attempt++) {
-    const preferred = attempt === 1 && opts.preferredPort !== undefined && (await portIsFree(opts.preferredPort));
-    const port = fixed ? (opts.port as number) : preferred ? (opts.preferredPort as number) : await freePort();
+    const preferred =
+      attempt === 1 && opts.preferredPort !== undefined && (await portIsFree(opts.preferredPort));
+    const port = fixed
+      ? (opts.port as number)
+      : preferred
+        ? (opts.preferredPort as number)
+        : await freePort();
     try {
       return await startOn(opts, port);
     } catch (e) {
