@@ -1,7 +1,8 @@
 // `pgwarden serve`: one proxy process, or with --workers N a node:cluster primary and its workers.
 import { makeFileLogger, makeLogger } from '../logger.js';
 import { EXIT_CONFIG, loadOrExit } from './command-outcome.js';
-import { logFileOf, openLogOrExit, serve } from './serve-run.js';
+import { logFileOf, openLogOrExit } from './log-files.js';
+import { serve } from './serve-run.js';
 
 /** The options of `pgwarden serve` (commander's: `--workers` as typed). */
 export interface ServeCommandOptions {

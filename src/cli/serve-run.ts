@@ -3,7 +3,6 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { wireConsole } from '../admin/wire-console.js';
 import { upstreamLoginWarnings } from '../catalog/upstream-login.js';
-import type { LogFileOptions } from '../log-file.js';
 import { makeAuditLogger, makeFileLogger } from '../logger.js';
 import { type LoadedConfig, loadConfig } from '../policy/config-load.js';
 import { configEpoch } from '../policy/policy-document.js';
@@ -12,6 +11,7 @@ import type { ProxyServer } from '../proxy/proxy-port.js';
 import { startProxy } from '../proxy/server.js';
 import type { WorkerRole } from '../proxy/workers.js';
 import { EXIT_CONFIG, loadOrExit } from './command-outcome.js';
+import { logFileOf, openLogOrExit } from './log-files.js';
 import { servePolicy } from './serve-policy.js';
 
 /** The fleet wiring of `serve` (src/proxy/fleet.ts); exits 1 with the store's message when it cannot be joined. */
@@ -25,22 +25,6 @@ async function joinFleetOrExit(instance: LoadedConfig, logger: Logger, worker: W
   }
 }
 
-/**
- * A log's file options (config `log` / `audit`: `file`, `max_size_bytes`, `keep`), its path
- * resolved against the folder of `configFile`; undefined when the log goes to stderr. Throws nothing.
- */
-export function logFileOf(
-  l: { file?: string | undefined; max_size_bytes?: number | undefined; keep: number },
-  configFile: string,
-): LogFileOptions | undefined {
-  if (l.file === undefined) return undefined;
-  return {
-    file: path.resolve(path.dirname(configFile), l.file),
-    maxSizeBytes: l.max_size_bytes,
-    keep: l.keep,
-  };
-}
-
 /** The hint for a listen address that cannot be bound; `how` says how to choose another. */
 function listenHint(e: unknown, listen: string, how: string): string | undefined {
   const code = (e as NodeJS.ErrnoException).code;
@@ -48,23 +32,6 @@ function listenHint(e: unknown, listen: string, how: string): string | undefined
     return `cannot listen on ${listen}: the port is taken (another pgwarden, or npm start?). ${how}`;
   if (code === 'EACCES') return `cannot listen on ${listen}: permission denied. ${how}`;
   return undefined;
-}
-
-/**
- * Runs `open` (a log file's opening: `log.file`, `audit.file`) and returns what it returns; when
- * the file cannot be opened (a folder that cannot be made, no write permission) prints `pgwarden
- * <command>: cannot open <key> <path>: <error>` and exits 2 (EXIT_CONFIG): lines that could not be
- * written must not be lost silently. Other errors are thrown.
- */
-export function openLogOrExit<T>(command: string, key: string, file: string, open: () => T): T {
-  try {
-    return open();
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    if (typeof err.code !== 'string') throw e;
-    process.stderr.write(`pgwarden ${command}: cannot open ${key} ${file}: ${err.message}\n`);
-    process.exit(EXIT_CONFIG);
-  }
 }
 
 /** How `serve` runs: for `pgwarden serve`, a worker of `serve --workers`, or `pgwarden demo`. */

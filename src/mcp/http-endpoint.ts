@@ -61,7 +61,7 @@ export async function startHttpEndpoint(
       const token = bearerToken(req.headers.authorization);
       const check = auth.authenticate(token);
       if (!check.ok) {
-        auditRejectedRequest(logger, check.reason, req.socket.remoteAddress);
+        auditRejectedRequest(tools.logger, check.reason, req.socket.remoteAddress);
         return refuse(
           res,
           401,

@@ -27,15 +27,22 @@ export interface McpCommandOptions {
    * store unreachable), which is logged and ignored.
    */
   readonly reloadConfig: () => LoadedConfig | Promise<LoadedConfig>;
+  /** Where audit lines go (config `audit.file`); the main logger without. */
+  readonly auditLogger?: Logger;
+  /** Runs on SIGHUP before the reload: `log.file` and `audit.file` opened again (logrotate). */
+  readonly reopenLogs?: () => void;
+  /** Runs last before the exit: buffered audit and log lines written. */
+  readonly closeLogs?: () => void;
 }
 
 /**
  * Runs `pgwarden mcp` until SIGINT/SIGTERM, or (stdio) until the client closes stdin; then closes the
  * HTTP listener, the pools and the internal proxy and exits 0. Returns `reload`, which applies a new
  * config (what the policy store's NOTIFY delivers). SIGHUP reloads the config (a revoked
- * key stops working at once; an invalid file is logged and the old config stays). A missing or
- * invalid `PGWARDEN_API_KEY` on stdio is printed to stderr and exits {@link EXIT_NO_KEY}. Logs go to
- * stderr (stdout is the MCP channel on stdio).
+ * key stops working at once; an invalid file is logged and the old config stays) after reopening the
+ * log files. A missing or invalid `PGWARDEN_API_KEY` on stdio is printed to stderr and exits
+ * {@link EXIT_NO_KEY}. Logs go to `logger` (stderr or `log.file`: stdout is the MCP channel on
+ * stdio), audit lines to `opts.auditLogger`.
  */
 export async function runMcpCommand(
   loaded: LoadedConfig,
@@ -48,6 +55,7 @@ export async function runMcpCommand(
       ...(opts.http !== undefined ? { http: opts.http } : {}),
       ...(process.env[API_KEY_ENV] !== undefined ? { apiKey: process.env[API_KEY_ENV] } : {}),
       version: packageVersion(),
+      ...(opts.auditLogger ? { auditLogger: opts.auditLogger } : {}),
     });
   } catch (e) {
     if (e instanceof McpStartError) {
@@ -61,6 +69,7 @@ export async function runMcpCommand(
     logger.info({ event: 'reload' }, 'configuration reloaded');
   };
   process.on('SIGHUP', async () => {
+    opts.reopenLogs?.();
     try {
       await reload(await opts.reloadConfig());
     } catch (e) {
@@ -76,6 +85,7 @@ export async function runMcpCommand(
     stopping = true;
     logger.info({ event: 'shutdown', reason: why }, 'shutting down');
     await running.close();
+    opts.closeLogs?.();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

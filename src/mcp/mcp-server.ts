@@ -28,6 +28,11 @@ export interface McpServerOptions {
   readonly apiKey?: string;
   /** Reported in the MCP handshake. */
   readonly version: string;
+  /**
+   * Where audit lines go, the proxy's per statement and the tools' per call (config `audit.file`,
+   * makeAuditLogger); the main logger without.
+   */
+  readonly auditLogger?: Logger;
 }
 
 /** A running `pgwarden mcp`. */
@@ -70,7 +75,12 @@ export async function startMcpServer(
           : `${API_KEY_ENV} is not a valid API key token (unknown, revoked or expired)`,
       );
   }
-  const proxy = await startProxy(initial, logger, { connection: 'mcp', listen: '127.0.0.1:0' });
+  const audit = opts.auditLogger ?? logger;
+  const proxy = await startProxy(initial, logger, {
+    connection: 'mcp',
+    listen: '127.0.0.1:0',
+    auditLogger: audit,
+  });
   const limits = initial.config.limits;
   const pools = new ProxyPools({
     host: '127.0.0.1',
@@ -82,7 +92,7 @@ export async function startMcpServer(
   const shared = {
     config: () => current.config,
     pools,
-    logger,
+    logger: audit,
     version: opts.version,
     catalog: (database: string, refresh?: boolean) => proxy.catalog(database, { refresh: refresh === true }),
   };

@@ -8,10 +8,11 @@ import type { CatalogSourceFn } from './table-catalog.js';
 import { auditToolCall } from './tool-audit.js';
 import { ToolFailure, toolErrorResult, toToolFailure } from './tool-errors.js';
 
-/** What the tools need: the config in force, the pools, the logger, and who is calling. */
+/** What the tools need: the config in force, the pools, the audit logger, and who is calling. */
 export interface ToolContext {
   readonly config: () => Config;
   readonly pools: ProxyPools;
+  /** Where the `mcp-tool` and `mcp-auth-failed` audit lines go (config `audit.file`, or the log). */
   readonly logger: Logger;
   readonly transport: 'stdio' | 'http';
   /**

@@ -114,6 +114,8 @@ export class LogLines {
 export interface StdioSession {
   readonly client: Client;
   readonly logs: LogLines;
+  /** The child's process id (null once it has exited). */
+  pid(): number | null;
   close(): Promise<void>;
 }
 
@@ -130,7 +132,7 @@ export async function connectStdio(file: string, token: string): Promise<StdioSe
   transport.stderr?.on('data', (d: Buffer) => logs.push(d));
   const client = new Client({ name: 'pgwarden-test', version: '1.0.0' });
   await client.connect(transport);
-  return { client, logs, close: () => client.close() };
+  return { client, logs, pid: () => transport.pid, close: () => client.close() };
 }
 
 /** A `pgwarden mcp --http` child process. */
