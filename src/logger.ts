@@ -1,5 +1,6 @@
 // The process logger and the audit logger: pino JSON lines on stderr or in a file (log-file.ts), or pretty-printed with --pretty.
 import pino, { type Logger } from 'pino';
+import PinoPretty from 'pino-pretty';
 import { LineBatch } from './log-batch.js';
 import { type LogFile, type LogFileOptions, openLogFile } from './log-file.js';
 
@@ -47,9 +48,10 @@ export function makeFileLogger(file: LogFileOptions, level?: string): { logger: 
  * rotated by size as log-file.ts does) or stderr, written in batches of at least 8 KiB or every
  * `flushMs` (default 500 ms) so that a busy proxy does not pay one write per statement, and
  * gathered in a LineBatch (log-batch.ts) so that it does not pay SonicBoom's work per line. With
- * `pretty` and no `file`, audit lines go to stderr pretty-printed like the process log (one
- * format per run); a file always gets JSON. `reopen()` opens the file's path again (a no-op on
- * stderr); `close()` flushes what is buffered (call it before exiting).
+ * `pretty` (a person watching: `--pretty`, `pgwarden demo`), audit lines go to stderr
+ * pretty-printed like the process log (one format per run), and with a `file` to the file as well;
+ * a file always gets JSON. `reopen()` opens the file's path again (a no-op on stderr); `close()`
+ * flushes what is buffered (call it before exiting).
  */
 export function makeAuditLogger(
   file?: LogFileOptions,
@@ -67,7 +69,16 @@ export function makeAuditLogger(
   const dest = new LineBatch(opened?.dest ?? pino.destination({ dest: 2, sync: false, minLength: 8192 }));
   const timer = setInterval(() => dest.flush(), opts.flushMs ?? 500);
   timer.unref();
-  const logger = pino({ level: 'info', base: undefined }, dest);
+  const logger =
+    opts.pretty && opened
+      ? pino(
+          { level: 'info', base: undefined },
+          pino.multistream([
+            { stream: dest },
+            { stream: PinoPretty({ ...PRETTY_TRANSPORT.options, destination: 2, sync: false }) },
+          ]),
+        )
+      : pino({ level: 'info', base: undefined }, dest);
   return {
     logger,
     reopen: () => opened?.reopen(),

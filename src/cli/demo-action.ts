@@ -63,7 +63,9 @@ export async function demoAction(opts: DemoOptions): Promise<void> {
   process.env.PGWARDEN_LISTEN = opts.listen ?? DEMO_LISTEN;
   // The demo's policy lives in a policy store in the demo database (seeded from the demo YAML on
   // first start), so that the web console's edits reach the proxy, check and mcp.
-  const { DEMO_SEED_FILE, seedDemoStore, writeDemoStoreConfig } = await import('../embedded/demo-store.js');
+  const { DEMO_AUDIT_FILE, DEMO_SEED_FILE, seedDemoStore, writeDemoStoreConfig } = await import(
+    '../embedded/demo-store.js'
+  );
   const envFile = opts.record
     ? path.resolve(opts.record)
     : path.resolve(DEMO_DIR, '../../.pgwarden/demo.env');
@@ -117,6 +119,7 @@ export async function demoAction(opts: DemoOptions): Promise<void> {
       `  API key "agent" (role analyst), token agent-demo-token: PGWARDEN_API_KEY=agent-demo-token node ${bin} mcp --config ${configFile}`,
       `Its PostgreSQL listens on 127.0.0.1:${pg.port}${record ? `; \`pgwarden check\` and \`mcp\` with ${configFile} read it (and the policy store in it) from ${record}` : ''}.`,
       `Its policy is in the policy store of the demo database (schema pgwarden), seeded from ${DEMO_SEED_FILE}; \`pgwarden policy export --config ${configFile}\` shows it.`,
+      `Audit lines are printed here and written to ${path.join(path.dirname(configFile), DEMO_AUDIT_FILE)} (the web console's audit page and Dry run read it).`,
       `Web console: http://${adminAddress?.host ?? '127.0.0.1'}:${adminAddress?.port ?? ''}/console/ (log in as dba / dba; a save goes live at once)`,
       'Ctrl-C stops the proxy and PostgreSQL.',
       '',

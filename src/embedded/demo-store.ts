@@ -16,10 +16,14 @@ export const DEMO_SEED_FILE = path.join(DEMO_DIR, 'pgwarden.yaml');
  */
 export const DEMO_STORE_URL = `postgres://${DEMO_APP_ROLE}:\${PGWARDEN_UPSTREAM_PASSWORD:-pgwarden-app-demo}@127.0.0.1:\${PGWARDEN_UPSTREAM_PORT}/demo`;
 
+/** The demo's audit file, beside its instance config: the web console's audit page and Dry run read it. */
+export const DEMO_AUDIT_FILE = 'demo-audit.jsonl';
+
 /**
  * Writes `file` (mode 0644): the instance fields of {@link DEMO_SEED_FILE} (listen, mode, demo,
- * databases), `env_file` at `envFile` (absolute), and `policy_store` at {@link DEMO_STORE_URL}; no
- * policy field and no `keys_file` (config-schema.ts refuses both beside a store). Output: `file`.
+ * databases), `env_file` at `envFile` (absolute), `policy_store` at {@link DEMO_STORE_URL}, and
+ * `audit.file` {@link DEMO_AUDIT_FILE} (rotated past 10 MiB, two kept); no policy field and no
+ * `keys_file` (config-schema.ts refuses both beside a store). Output: `file`.
  */
 export function writeDemoStoreConfig(file: string, envFile: string): string {
   const raw = YAML.parse(fs.readFileSync(DEMO_SEED_FILE, 'utf8')) as Record<string, unknown>;
@@ -28,7 +32,12 @@ export function writeDemoStoreConfig(file: string, envFile: string): string {
       ([k]) => !(POLICY_FIELDS as readonly string[]).includes(k) && k !== 'keys_file',
     ),
   );
-  const body = { ...instance, env_file: envFile, policy_store: DEMO_STORE_URL };
+  const body = {
+    ...instance,
+    env_file: envFile,
+    policy_store: DEMO_STORE_URL,
+    audit: { file: DEMO_AUDIT_FILE, max_size_bytes: 10 * 1024 * 1024, keep: 2 },
+  };
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(
     file,

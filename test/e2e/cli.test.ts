@@ -7,6 +7,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, test } from 'vitest';
 import YAML from 'yaml';
+import { waitForFileText } from '../helpers/audit-file.js';
 import { cleanEnv, startDemo } from '../helpers/demo-process.js';
 import { demoConfigObject, testEnv } from '../helpers/proxy.js';
 import { BIN, duplicateJsonKeys, serveProcess } from '../helpers/serve-process.js';
@@ -254,6 +255,11 @@ describe('pgwarden demo (npm start)', () => {
     await expect(c.query("select id from users where email like 'a%'")).rejects.toThrow('is hidden from you');
     await c.end();
     expect(r.rows[0]?.n).toBeGreaterThanOrEqual(12);
+    // The demo's audit file (the console's audit page reads it) gets alice's statements, in JSON.
+    const demoAudit = path.join(dir, 'demo-audit.jsonl');
+    expect(out).toContain(`written to ${demoAudit}`);
+    const auditText = await waitForFileText(demoAudit, 'select count(*)::int as n from users');
+    expect(JSON.parse(auditText.split('\n')[0] ?? '')).toMatchObject({ audit: true });
     // The web console is served, and the demo's dba logs in.
     const consoleUrl = /Web console: (http:\/\/\S+\/console\/) \(log in as dba \/ dba/.exec(out)?.[1];
     expect(consoleUrl).toBeDefined();
