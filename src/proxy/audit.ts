@@ -26,14 +26,17 @@ export interface AuditEvent {
 
 /**
  * The audit `kind` of a statement: its kind as parsed (`SELECT`, `INSERT`, `UPDATE`, `DELETE`,
- * `MERGE`, `MANAGE`, `SESSION`), whether it ran or was refused; `FETCH` and `MOVE` as themselves
- * (they read a cursor's rows, they are not session control to an auditor); `UNPARSED` for a
+ * `MERGE`, `MANAGE`, `SESSION`), whether it ran or was refused; `FETCH`, `MOVE` and `EXECUTE` as
+ * themselves (they read a cursor's or a prepared statement's rows, they are not session control
+ * to an auditor); `UNPARSED` for a
  * string that did not parse into statements (a syntax error, 42601).
  */
 export function auditKind(statement: StatementAnalysis | undefined): string {
   if (!statement) return 'UNPARSED';
   if (statement.nodeType === 'FetchStmt')
     return statement.sessionEffects.some((e) => e.kind === 'fetch' && e.move) ? 'MOVE' : 'FETCH';
+  // An EXECUTE returns the rows of what it runs: named as itself, as FETCH is, not as SESSION.
+  if (statement.nodeType === 'ExecuteStmt') return 'EXECUTE';
   return statement.kind;
 }
 

@@ -29,6 +29,7 @@ function planOf(
   const rows = inner ?? statement;
   return {
     statement,
+    ...(inner ? { rows: inner } : {}),
     mask: new Set(d.mask),
     redact: d.redactErrors,
     origins: rows.resultColumns.length > 0 ? rows.resultColumns.map((c) => c.origin) : null,

@@ -23,14 +23,17 @@ function auditText(statement: StatementPlan['statement'], sql: string): string {
 const planAudits = new WeakMap<StatementPlan, AuditFragment>();
 /**
  * The audit fragment of a statement that ran under `plan` (`sql`: the text it came in): columns
- * masked at read (the rewrite masks them upstream) count as masked.
+ * masked at read (the rewrite masks them upstream) count as masked, named as the rows' statement
+ * names them (an EXECUTE's: its PREPAREd statement's result columns).
  */
 export function planAudit(plan: StatementPlan, sql: string): AuditFragment {
   let f = planAudits.get(plan);
   if (f === undefined) {
     const mask = plan.maskedAtRead ?? plan.mask;
     const masked =
-      mask.size > 0 ? [...mask].map((i) => plan.statement.resultColumns[i]?.name ?? String(i)) : undefined;
+      mask.size > 0
+        ? [...mask].map((i) => (plan.rows ?? plan.statement).resultColumns[i]?.name ?? String(i))
+        : undefined;
     f = auditFragment({
       kind: auditKind(plan.statement),
       sql: auditText(plan.statement, sql),

@@ -26,6 +26,12 @@ export type Decider = (
  */
 export interface StatementPlan {
   readonly statement: StatementAnalysis;
+  /**
+   * The statement whose rows this one returns, when it is not `statement` itself: what an EXECUTE
+   * runs (its PREPAREd statement) or a FETCH reads (its DECLAREd cursor). Its result columns are
+   * the ones `mask` and `origins` index.
+   */
+  readonly rows?: StatementAnalysis;
   /** 0-based result column indexes that come back as `*****`. */
   readonly mask: ReadonlySet<number>;
   /**

@@ -57,7 +57,12 @@ describe('audit kinds', () => {
     ]);
     await alice.query('move 1 in c');
     await alice.query('commit');
-    expect(await auditOf('fetch $1 from c')).toMatchObject({ kind: 'FETCH', decision: 'masked', rows: 2 });
+    expect(await auditOf('fetch $1 from c')).toMatchObject({
+      kind: 'FETCH',
+      decision: 'masked',
+      masked: ['email'],
+      rows: 2,
+    });
     expect(await auditOf('move $1 in c')).toMatchObject({ kind: 'MOVE' });
     expect(await auditOf('begin')).toMatchObject({ kind: 'SESSION' });
     await expect(alice.query('fetch 1 from nosuch')).rejects.toThrow('cursor "nosuch" does not exist');
@@ -66,5 +71,20 @@ describe('audit kinds', () => {
       decision: 'refused',
       sqlstate: '34000',
     });
+  });
+
+  test('an EXECUTE names the masked columns of the statement it runs', async () => {
+    await alice.query(
+      'prepare audit_masked_names(int) as select id, ssn, name, email from users where id = $1',
+    );
+    const r = await alice.query('execute audit_masked_names(1)');
+    expect(r.rows).toEqual([{ id: 1, ssn: '*****', name: expect.any(String), email: '*****' }]);
+    expect(await auditOf('execute audit_masked_names($1)')).toMatchObject({
+      kind: 'EXECUTE',
+      decision: 'masked',
+      masked: ['ssn', 'email'],
+      rows: 1,
+    });
+    await alice.query('deallocate audit_masked_names');
   });
 });
