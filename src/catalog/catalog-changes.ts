@@ -25,9 +25,9 @@ export interface ReadBase {
 }
 
 /**
- * The values of a base as SQL expressions: literals (one Simple Query, in-band) or the
- * parameters $1…$7 of {@link CHANGED_SUMMARY} (snapshot, relation OIDs, their constraint counts,
- * pending views, user type count, user function count, system types running user code).
+ * The values of a base as SQL expressions: the parameters $1…$7 of {@link CHANGED_SUMMARY}
+ * (snapshot, relation OIDs, their constraint counts, pending views, user type count, user
+ * function count, system types running user code).
  */
 export interface BaseSql {
   readonly snapshot: string;
@@ -48,19 +48,6 @@ const PARAMS: BaseSql = {
   functions: '$6::int',
   systemUserCode: '$7::int8[]::oid[]',
 };
-
-export function literals(base: ReadBase): BaseSql {
-  const [snapshot, oids, counts, pending, types, functions, systemUserCode] = summaryArgs(base);
-  return {
-    snapshot: `${snapshot}::pg_snapshot`,
-    oids: `${oids}::oid[]`,
-    counts: `${counts}::int[]`,
-    pending: `${pending}::oid[]`,
-    types: types as string,
-    functions: functions as string,
-    systemUserCode: `${systemUserCode}::oid[]`,
-  };
-}
 
 /** The values of `base` as SQL literals, in the order of the parameters of {@link CHANGED_SUMMARY} (validated: the text goes into SQL). */
 export function summaryArgs(base: ReadBase): string[] {
@@ -226,3 +213,9 @@ SELECT h.*, concat(set_config('${CHAIN.reread}', h.reread::text, true),
  * once, and run by `EXECUTE` as the first read of the message.
  */
 export const CHANGED_SUMMARY = head(PARAMS);
+
+/**
+ * {@link CHANGED_SUMMARY} setting nothing (its row spells out what changed): the head of an
+ * in-band incremental read, prepared on a client's own connection (catalog-reads.ts inBandPrepares).
+ */
+export const CHANGED_SUMMARY_SPELLED = head(PARAMS, false, false);

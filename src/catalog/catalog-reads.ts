@@ -3,11 +3,11 @@
 import {
   CHAIN,
   CHANGED_SUMMARY,
+  CHANGED_SUMMARY_SPELLED,
   FIRST_NORMAL_OID,
   head,
   KINDS,
   LOCKED,
-  literals,
   type ReadBase,
   summaryArgs,
 } from './catalog-changes.js';
@@ -43,9 +43,8 @@ export function catalogReads(throughProxy = false): string {
 }
 
 /**
- * What the head of an incremental read found changed, as the reads after it take it: from the
- * head's transaction-local settings in the same message (`'chain'`), or spelled out as literals
- * (an in-band read, {@link inBandReads}).
+ * What the head of an in-band incremental read found changed, as the reads after it take it
+ * spelled out as literals ({@link inBandExecuteReads}).
  */
 export interface ChangedScope {
   /** OIDs of the relations to read again. */
@@ -57,57 +56,24 @@ export interface ChangedScope {
 }
 
 /**
- * The head of an in-band incremental read (on a client's own connection): the search of what
- * changed since `base`, its values spelled out, setting nothing in the session (a
- * `set_config` there would leave a placeholder `pgwarden_catalog.*` setting the client could read
- * with SHOW or `current_setting(…, true)` where Postgres answers 42704 or NULL). Its row (with
- * `reread`, `types_changed`, `functions_changed`) gives the {@link ChangedScope} of {@link inBandReads}.
- * Throws an Error when `base` holds a malformed snapshot or OID.
- */
-export function inBandHead(base: ReadBase): string {
-  return `${head(literals(base), false, false)};`;
-}
-
-/**
- * The reads of an in-band incremental read after {@link inBandHead}: SET LOCAL search_path, then
- * the same result sets as {@link catalogReads} gives after its head, with what changed spelled out;
- * a read with nothing to read (no relation changed, types or functions unchanged) is an empty
- * `SELECT` the server plans in no time. Throws an Error for an OID that is not a safe integer.
- */
-export function inBandReads(scope: ChangedScope): string {
-  const [, ...reads] = readStatements(scope, false);
-  return `\n${reads.join(';\n')};\n`;
-}
-
-/**
  * The statements of {@link catalogReads}, head first (a full read's; an incremental read's is
  * {@link CHANGED_SUMMARY}), then SET LOCAL, then the reads. An incremental read's reads take what
- * changed from the head's settings (`'chain'`: the same text for every read, prepared once) or
- * from a {@link ChangedScope} spelled out; a full read's (`undefined`) read everything.
+ * changed from the head's settings (`'chain'`, on a catalog connection) or from parameters
+ * (`'params'`, in-band: {@link IN_BAND_PARAMS}), the same text for every read, prepared once; a
+ * full read's (`undefined`) read everything.
  */
-function readStatements(scope: 'chain' | ChangedScope | undefined, throughProxy: boolean): string[] {
+function readStatements(scope: 'chain' | 'params' | undefined, throughProxy: boolean): string[] {
   const incremental = scope !== undefined;
-  const spelled = typeof scope === 'object' ? scope : undefined;
-  const setting = (name: string) => `(SELECT current_setting('${name}'))`;
-  const oids = (xs: readonly number[]) => {
-    for (const x of xs) if (!Number.isSafeInteger(x) || x < 0) throw new Error(`not an OID: ${x}`);
-    return `'{${xs.join(',')}}'`;
-  };
+  /** What changed, from the head's settings (`'chain'`) or the parameters of {@link IN_BAND_PARAMS} (`'params'`). */
+  const setting = (name: string) =>
+    scope === 'params' ? (IN_BAND_PARAMS[name] as string) : `(SELECT current_setting('${name}'))`;
   /** A filter on relation OID `col`: every relation in a full read, the changed ones in an incremental one. */
   const inScope = (col: string): string =>
-    !incremental ? 'true' : `${col} = ANY (${spelled ? oids(spelled.reread) : setting(CHAIN.reread)}::oid[])`;
+    !incremental ? 'true' : `${col} = ANY (${setting(CHAIN.reread)}::oid[])`;
   const userOnly = (col: string) => (incremental ? `${col} >= ${FIRST_NORMAL_OID}` : 'true');
-  const systemUserCode = !incremental
-    ? `'{}'`
-    : spelled
-      ? oids(spelled.systemUserCode)
-      : setting(CHAIN.systemUserCode);
+  const systemUserCode = incremental ? setting(CHAIN.systemUserCode) : `'{}'`;
   /** Whether user types / functions are read: in an incremental read when they changed, else always. */
   const when = (name: string): string => (incremental ? `${setting(name)}::bool` : 'true');
-  /** A read with nothing to read (in-band, what changed spelled out): no rows, nothing to plan. */
-  const NOTHING = 'SELECT 1 WHERE false';
-  const unless = (skip: boolean | undefined, sql: string) => (skip ? NOTHING : sql);
-  const noRelations = spelled !== undefined && spelled.reread.length === 0;
   // After the head, `SET LOCAL search_path = pg_catalog, pg_temp` (READ_PATH, undone by COMMIT),
   // as pg_dump does, so pg_get_viewdef / pg_get_expr / format_type schema-qualify every object outside pg_catalog and
   // the definitions read the same whatever path the analysis later runs under.
@@ -115,9 +81,7 @@ function readStatements(scope: 'chain' | ChangedScope | undefined, throughProxy:
     head(undefined, throughProxy),
     READ_PATH,
     'SELECT oid, nspname FROM pg_namespace',
-    unless(
-      noRelations,
-      `WITH RECURSIVE ${throughProxy ? 'blk AS (SELECT NULL::oid AS oid WHERE false)' : LOCKED}
+    `WITH RECURSIVE ${throughProxy ? 'blk AS (SELECT NULL::oid AS oid WHERE false)' : LOCKED}
 SELECT c.oid, n.nspname, c.relname, c.relkind::text AS relkind, ${inScope('c.oid')} AS reread,
        c.relkind IN ('v', 'm') AND c.oid IN (SELECT oid FROM blk) AS blocked,
        CASE WHEN c.relkind IN ('v', 'm') AND ${inScope('c.oid')} AND c.oid NOT IN (SELECT oid FROM blk)
@@ -126,10 +90,7 @@ SELECT c.oid, n.nspname, c.relname, c.relkind::text AS relkind, ${inScope('c.oid
        ARRAY(SELECT i.inhparent FROM pg_inherits i WHERE i.inhrelid = c.oid ORDER BY i.inhseqno) AS parents
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE c.relkind IN ${KINDS} AND ${userOnly('c.oid')} AND ${inScope('c.oid')}`,
-    ),
-    unless(
-      noRelations,
-      `WITH RECURSIVE uniq AS (
+    `WITH RECURSIVE uniq AS (
   -- Key columns of unique and exclusion indexes (every UNIQUE, PRIMARY KEY and EXCLUDE constraint
   -- has one); INCLUDE columns (position > indnkeyatts) do not take part in the uniqueness check.
   SELECT i.indrelid AS rel, k.attnum::int AS attnum
@@ -169,10 +130,7 @@ SELECT a.attrelid AS rel, a.attname, a.attnum, a.atttypid, format_type(a.atttypi
   LEFT JOIN uniq_by_rel u ON u.rel = a.attrelid
  WHERE a.attnum > 0 AND NOT a.attisdropped AND ${inScope('a.attrelid')}
  ORDER BY a.attrelid, a.attnum`,
-    ),
-    unless(
-      noRelations,
-      `SELECT i.indrelid AS rel, CASE WHEN i.indisexclusion THEN 'exclusion' ELSE 'unique' END AS kind,
+    `SELECT i.indrelid AS rel, CASE WHEN i.indisexclusion THEN 'exclusion' ELSE 'unique' END AS kind,
        ic.relname AS name,
        ARRAY(SELECT DISTINCT a FROM (
          SELECT k.attnum::int AS a FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord)
@@ -237,10 +195,7 @@ SELECT r.ev_class, 'rule', r.rulename::text, '{0}'::int[], NULL, NULL, NULL, tru
            AND d.refobjid <> r.ev_class)
   FROM pg_rewrite r
  WHERE r.ev_type IN ('2', '3', '4') AND r.ev_enabled <> 'D' AND ${inScope('r.ev_class')}`,
-    ),
-    unless(
-      spelled && !spelled.typesChanged,
-      `WITH RECURSIVE tt AS (
+    `WITH RECURSIVE tt AS (
   SELECT t.oid, t.typname, t.typcategory, t.typelem, t.typtype, t.typbasetype, t.typrelid, n.nspname
     FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
    WHERE n.nspname <> 'pg_toast' AND ${userOnly('t.oid')}
@@ -269,11 +224,8 @@ SELECT r.ev_class, 'rule', r.rulename::text, '{0}'::int[], NULL, NULL, NULL, tru
   SELECT e.parent, 'built on a type with user code' FROM uc u JOIN edges e ON e.child = u.oid
 )
 SELECT t.oid, t.nspname, t.typname, (SELECT min(u.why) FROM uc u WHERE u.oid = t.oid) AS why FROM tt t
- WHERE ${spelled ? 'true' : when(CHAIN.types)}`,
-    ),
-    unless(
-      spelled && !spelled.functionsChanged,
-      `SELECT p.oid, n.nspname, p.proname, p.proargtypes::text AS args, p.prorettype, p.proretset,
+ WHERE ${when(CHAIN.types)}`,
+    `SELECT p.oid, n.nspname, p.proname, p.proargtypes::text AS args, p.prorettype, p.proretset,
        p.provolatile::text AS provolatile, p.prokind::text AS prokind,
        -- The result columns in FROM: OUT/INOUT/TABLE parameters (unnamed ones columnN), else the
        -- attributes of a composite return type (build_function_result_tupdesc_t, 53.39 pg_proc).
@@ -295,9 +247,78 @@ SELECT t.oid, t.nspname, t.typname, (SELECT min(u.why) FROM uc u WHERE u.oid = t
        p.proargmodes IS NOT NULL AND p.proargmodes && '{o,b,t}'::"char"[] AS outparams
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
   LEFT JOIN pg_type rt ON rt.oid = p.prorettype
- WHERE ${userOnly('p.oid')} AND ${spelled ? 'true' : when(CHAIN.functions)}`,
-    ),
+ WHERE ${userOnly('p.oid')} AND ${when(CHAIN.functions)}`,
   ];
+}
+
+/**
+ * The parameters of the in-band prepared reads ({@link inBandPrepares}), standing for the
+ * {@link CHAIN} settings a catalog connection's reads take: $1 the relations to read again, $2 and
+ * $3 whether user types and functions changed, $4 the system types running user code.
+ */
+const IN_BAND_PARAMS: Readonly<Record<string, string>> = {
+  [CHAIN.reread]: '$1::int8[]::oid[]',
+  [CHAIN.types]: '$2::bool',
+  [CHAIN.functions]: '$3::bool',
+  [CHAIN.systemUserCode]: '$4::int8[]::oid[]',
+};
+
+/** The suffixes of the statements {@link inBandPrepares} prepares: the head, then the reads in {@link RESULT} order. */
+const IN_BAND_READS = [
+  'head',
+  'namespaces',
+  'relations',
+  'columns',
+  'constraints',
+  'types',
+  'functions',
+] as const;
+
+/**
+ * The PREPARE statements of an in-band incremental read (on a client's own connection), named
+ * `prefix` + `_` + a suffix of {@link IN_BAND_READS}: the head with the seven parameters of
+ * {@link CHANGED_SUMMARY} (setting nothing), the reads with the four of {@link IN_BAND_PARAMS}.
+ * They must be sent under READ_PATH (names bind under it; Postgres parses a prepared statement
+ * again under the path current at EXECUTE when that differs, and every EXECUTE runs under
+ * READ_PATH too). `prefix` must be a plain lower-case identifier (it is not quoted). Prepared
+ * once per connection: planning, most of an in-band read's cost, is then paid once (with
+ * `plan_cache_mode = force_generic_plan`). Source: PostgreSQL 15 docs, PREPARE.
+ */
+export function inBandPrepares(prefix: string): string {
+  if (!/^[a-z_][a-z0-9_]*$/.test(prefix)) throw new Error(`not a plain name: ${prefix}`);
+  const [, , ...reads] = readStatements('params', false);
+  const types = 'text, int8[], int[], int8[], int, int, int8[]';
+  return [
+    `PREPARE ${prefix}_head(${types}) AS ${CHANGED_SUMMARY_SPELLED}`,
+    ...reads.map((r, i) => {
+      const name = `${prefix}_${IN_BAND_READS[i + 1]}`;
+      // Every read takes the four parameters, used or not (the namespaces read uses none).
+      return `PREPARE ${name}(int8[], bool, bool, int8[]) AS ${r}`;
+    }),
+    '',
+  ].join(';\n');
+}
+
+/** How many statements {@link inBandPrepares} prepares (each a result set of the message it is sent in). */
+export const IN_BAND_STATEMENTS = IN_BAND_READS.length;
+
+/** The head of an in-band incremental read, as an EXECUTE of the statement {@link inBandPrepares} prepared under `prefix`. */
+export function inBandExecuteHead(prefix: string, base: ReadBase): string {
+  return `EXECUTE ${prefix}_head(${summaryArgs(base).join(', ')});`;
+}
+
+/**
+ * The reads of an in-band incremental read after its head (what {@link inBandReads} gives), each
+ * an EXECUTE of a statement {@link inBandPrepares} prepared under `prefix`, what changed as
+ * literal parameters. Throws an Error for an OID that is not a safe integer.
+ */
+export function inBandExecuteReads(prefix: string, scope: ChangedScope): string {
+  const oids = (xs: readonly number[]) => {
+    for (const x of xs) if (!Number.isSafeInteger(x) || x < 0) throw new Error(`not an OID: ${x}`);
+    return `'{${xs.join(',')}}'`;
+  };
+  const args = `(${oids(scope.reread)}, ${scope.typesChanged}, ${scope.functionsChanged}, ${oids(scope.systemUserCode)})`;
+  return `\n${[READ_PATH, ...IN_BAND_READS.slice(1).map((r) => `EXECUTE ${prefix}_${r}${args}`)].join(';\n')};\n`;
 }
 
 /** Indexes of {@link catalogReads}'s result sets (SET LOCAL also produces one). */

@@ -85,7 +85,10 @@ export type Expect =
       names: string[];
       rows: Record<string, unknown>[];
       failed: boolean;
-      readonly done: (r: ResultRows[] | null) => void;
+      /** The SQLSTATE of the error that failed it. */
+      sqlstate?: string;
+      /** Its result sets, or null when it failed (then `completed` statements had run). */
+      readonly done: (r: ResultRows[] | null, completed: number, sqlstate?: string) => void;
     }
   /** A message we sent in place of a refused one, so the upstream's transaction fails as Postgres's would. */
   | { readonly t: 'probe'; readonly error: Buffer; readonly untilReady: boolean };

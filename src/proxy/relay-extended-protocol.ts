@@ -2,6 +2,7 @@
 
 import type { Catalog } from '../catalog/types.js';
 import type { Refusal } from '../policy/decision-types.js';
+import { isReservedStatementName, reservedStatementRefusal } from '../sql/reserved-statement-names.js';
 import { decodeCommandComplete } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
 import type { Frame } from '../wire/framer.js';
@@ -55,6 +56,10 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
         sqlstate: '42501',
         message: 'this prepared statement name is reserved by pgwarden',
       });
+      return undefined;
+    }
+    if (isReservedStatementName(name)) {
+      this.refuseExtended(reservedStatementRefusal(name));
       return undefined;
     }
     // A long text's bytes are in the payload, between the name's NUL and its own.
@@ -330,6 +335,11 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
   protected close(f: Frame): void {
     const c = decodeClose(f.payload);
     this.startBatch();
+    // Closing a statement of pgwarden's own (its in-band catalog reads) is refused, as its Parse is.
+    if (c.target === 'S' && isReservedStatementName(c.name)) {
+      this.refuseExtended(reservedStatementRefusal(c.name));
+      return;
+    }
     const map: Map<string, unknown> = c.target === 'S' ? this.statements : this.portals;
     // Close of a portal may close a SQL cursor of that name: it is forgotten too (fail closed).
     if (c.target === 'P') this.o.gateSession.names.cursors.delete(c.name);

@@ -1,7 +1,14 @@
 // pgwarden's own catalog reads (and other own statements) on a session's upstream connection, their replies consumed by the relay.
 import pg from 'pg';
 import type { ReadBase } from '../catalog/catalog-changes.js';
-import { type ChangedScope, inBandHead, inBandReads, READ_PATH } from '../catalog/catalog-reads.js';
+import {
+  type ChangedScope,
+  IN_BAND_STATEMENTS,
+  inBandExecuteHead,
+  inBandExecuteReads,
+  inBandPrepares,
+  READ_PATH,
+} from '../catalog/catalog-reads.js';
 import {
   buildCatalog,
   CATALOG_READS,
@@ -11,6 +18,7 @@ import {
   readBaseOf,
 } from '../catalog/read-catalog.js';
 import type { Catalog } from '../catalog/types.js';
+import { IN_BAND_STATEMENT_PREFIX } from '../sql/reserved-statement-names.js';
 import { decodeDataRow, decodeRowDescription } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
 import { decodeErrorResponse } from '../wire/error-fields.js';
@@ -54,13 +62,14 @@ export abstract class InBandCatalogRelay extends RelayCore {
     // Everything runs under READ_PATH (the client's path could put its own schemas, or its
     // temporary relations, before pg_catalog), except the path the head reports: the client's,
     // taken first, fully qualified.
-    const limits = `SELECT pg_catalog.set_config('statement_timeout', '0', true), pg_catalog.set_config('lock_timeout', '200ms', true);
+    // plan_cache_mode: the prepared reads run with their generic plans (planned once per connection).
+    const limits = `SELECT pg_catalog.set_config('statement_timeout', '0', true), pg_catalog.set_config('lock_timeout', '200ms', true), pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true);
 SELECT pg_catalog.current_schemas(false)::pg_catalog.text[] AS path;${READ_PATH};`;
     const iso = `SELECT current_setting('transaction_isolation') AS iso;`;
-    /** The head's result set with the client's path (results[2], taken before READ_PATH) in its row. */
-    const headOf = (rs: ResultRows[]): ResultRows | undefined => {
+    /** The head's result set (at `at`) with the client's path (results[2], taken before READ_PATH) in its row. */
+    const headOf = (rs: ResultRows[], at = HEAD_AT): ResultRows | undefined => {
       const path = (rs[2]?.rows[0] as { path?: unknown } | undefined)?.path;
-      const h = rs[HEAD_AT];
+      const h = rs[at];
       const row = h?.rows[0];
       return h && row && Array.isArray(path) ? { rows: [{ ...(row as object), path }] } : undefined;
     };
@@ -72,19 +81,32 @@ SELECT pg_catalog.current_schemas(false)::pg_catalog.text[] AS path;${READ_PATH}
       // Incremental, in two round trips: the head searches what changed, then the reads take its
       // answer spelled out. Nothing is handed on through settings: a `set_config` in the client's
       // session would leave a `pgwarden_catalog.*` placeholder behind (SHOW, current_setting).
-      const first = await this.internalRows(`${open}${limits}${inBandHead(readBase)}`);
-      const headRows = first ? headOf(first) : undefined;
+      // Every statement is prepared on this connection once (under READ_PATH, in the first read's
+      // message), under names the client may not use (reserved-statement-names.ts).
+      const prefix = this.inBandStatements ?? `${IN_BAND_STATEMENT_PREFIX}_${++inBandGeneration}`;
+      const prepare = this.inBandStatements === undefined ? inBandPrepares(prefix) : '';
+      const headAt = HEAD_AT + (prepare ? IN_BAND_STATEMENTS : 0);
+      const first = await this.internalOutcome(
+        `${open}${limits}${prepare}${inBandExecuteHead(prefix, readBase)}`,
+      );
+      // Prepared (PREPARE is not undone by a rollback) once every statement before the head ran.
+      if (first.rows || first.completed >= headAt) this.inBandStatements = prefix;
+      const headRows = first.rows ? headOf(first.rows, headAt) : undefined;
       const headRow = headRows?.rows[0] as Parameters<typeof changedScope>[0] | undefined;
       const scope = headRow ? changedScope(headRow, readBase) : undefined;
-      const rest = scope ? await this.internalRows(`${inBandReads(scope)}${iso}${close}`) : null;
-      if (!headRows || !rest) {
+      const rest = scope
+        ? await this.internalOutcome(`${inBandExecuteReads(prefix, scope)}${iso}${close}`)
+        : null;
+      // A statement gone (26000: dropped behind pgwarden's back) is prepared again, under new names.
+      if (first.sqlstate === '26000' || rest?.sqlstate === '26000') this.inBandStatements = undefined;
+      if (!headRows || !rest?.rows) {
         // A read that failed half-way leaves a transaction open (idle) or aborted (inside the
         // client's): put the session back as it was before answering.
         this.cleanUpInternal(inTx);
         return null;
       }
-      got = [headRows, ...rest.slice(0, RESULT.count - 1)];
-      level = (rest[RESULT.count - 1]?.rows[0] as { iso?: string } | undefined)?.iso;
+      got = [headRows, ...rest.rows.slice(0, RESULT.count - 1)];
+      level = (rest.rows[RESULT.count - 1]?.rows[0] as { iso?: string } | undefined)?.iso;
     } else {
       const results = await this.internalRows(`${open}${limits}${CATALOG_READS}${iso}${close}`);
       const headRows = results ? headOf(results) : undefined;
@@ -135,8 +157,30 @@ SELECT pg_catalog.current_schemas(false)::pg_catalog.text[] AS path;${READ_PATH}
     this.send(encodeQuery(sql));
   }
 
+  /**
+   * The prefix of the names of the statements of the in-band read prepared on this connection
+   * (catalog-reads.ts inBandPrepares), undefined while none are: the client's DEALLOCATE ALL and
+   * DISCARD ALL drop them ({@link inBandStatementsDropped}).
+   */
+  private inBandStatements: string | undefined;
+
+  /** The client's DEALLOCATE ALL or DISCARD ALL ran: the in-band read's statements are gone, prepared again when next needed. */
+  protected inBandStatementsDropped(): void {
+    this.inBandStatements = undefined;
+  }
+
   /** Sends one of pgwarden's own Simple Queries; resolves its result sets, or null when it failed. */
   private internalRows(sql: string): Promise<ResultRows[] | null> {
+    return this.internalOutcome(sql).then((o) => o.rows);
+  }
+
+  /**
+   * Sends one of pgwarden's own Simple Queries; resolves its result sets (`rows`, null when it
+   * failed), how many of its statements completed, and the SQLSTATE of its error.
+   */
+  private internalOutcome(
+    sql: string,
+  ): Promise<{ rows: ResultRows[] | null; completed: number; sqlstate?: string }> {
     return new Promise((resolve) => {
       this.expects.push({
         t: 'internal',
@@ -145,7 +189,8 @@ SELECT pg_catalog.current_schemas(false)::pg_catalog.text[] AS path;${READ_PATH}
         names: [],
         rows: [],
         failed: false,
-        done: resolve,
+        done: (rows, completed, sqlstate) =>
+          resolve({ rows, completed, ...(sqlstate !== undefined ? { sqlstate } : {}) }),
       });
       this.sendInternalQuery(sql);
     });
@@ -229,16 +274,16 @@ SELECT pg_catalog.current_schemas(false)::pg_catalog.text[] AS path;${READ_PATH}
         head.names = [];
         head.fields = [];
         break;
-      case BackendCode.ErrorResponse:
+      case BackendCode.ErrorResponse: {
+        const err = decodeErrorResponse(f.payload);
         head.failed = true;
-        this.o.log.warn(
-          { event: 'in-band-catalog', err: decodeErrorResponse(f.payload).message },
-          'in-band catalog read failed',
-        );
+        head.sqlstate = err.code;
+        this.o.log.warn({ event: 'in-band-catalog', err: err.message }, 'in-band catalog read failed');
         break;
+      }
       case BackendCode.ReadyForQuery:
         this.expects.shift();
-        head.done(head.failed ? null : head.results);
+        head.done(head.failed ? null : head.results, head.results.length, head.sqlstate);
         break;
       default:
         break;
@@ -249,6 +294,9 @@ SELECT pg_catalog.current_schemas(false)::pg_catalog.text[] AS path;${READ_PATH}
 
 /** Where the head's result set is among an in-band read's: after BEGIN/SAVEPOINT, the limits, the path and READ_PATH. */
 const HEAD_AT = 4;
+
+/** Numbers the in-band statements' names apart (a connection that prepares them again takes new ones). */
+let inBandGeneration = 0;
 
 /**
  * What the reads after an in-band head read again (its row: `reread` as int8 text), or undefined

@@ -155,6 +155,7 @@ export abstract class ResultRelay extends InBandCatalogRelay {
           if (e.name === null) {
             names.prepared.clear();
             this.statements.clear();
+            this.inBandStatementsDropped();
           } else {
             names.prepared.delete(e.name);
             this.statements.delete(e.name);
@@ -175,6 +176,7 @@ export abstract class ResultRelay extends InBandCatalogRelay {
           }
           break;
         case 'discard-all':
+          this.inBandStatementsDropped();
           names.prepared.clear();
           names.cursors.clear();
           this.statements.clear();

@@ -1,4 +1,6 @@
 // Client messages in the steady state: a statement the session's memo already decided, read where it lies in the chunk and sent as it came.
+
+import { isReservedStatementName } from '../sql/reserved-statement-names.js';
 import { FrontendCode } from '../wire/codes.js';
 import { decodeParse } from '../wire/frontend.js';
 import { asciiCString, asciiCStringEnd, bindWellFormed } from '../wire/in-place.js';
@@ -135,7 +137,7 @@ export abstract class SteadyRequestsRelay extends SteadyRepliesRelay {
       this.keptParse = p;
     }
     this.startBatch();
-    if (p.name === PROBE_STATEMENT) return false;
+    if (p.name === PROBE_STATEMENT || isReservedStatementName(p.name)) return false;
     const result = this.gateMemoized(p.sql);
     if (!result) return false;
     this.parseAllowed(

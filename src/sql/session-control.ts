@@ -2,6 +2,7 @@
 
 import type { ColumnUse, SessionEffect, StatementAnalysis } from './analysis-types.js';
 import { constText } from './node-values.js';
+import { isReservedStatementName, reservedStatementRefusal } from './reserved-statement-names.js';
 import { searchPathFromSetArgs } from './search-path-text.js';
 import {
   checkTextSetting,
@@ -144,8 +145,15 @@ export function discardStatement(n: Fields, ctx: StatementContext): StatementAna
   return sessionStatement(ctx, n.target === 'DISCARD_ALL' ? [{ kind: 'discard-all' }] : []);
 }
 
-/** DEALLOCATE name / DEALLOCATE ALL (no name in the node). */
+/** PREPARE or DEALLOCATE of a name pgwarden keeps for its own statements: refused, 42939. */
+function reservedName(ctx: StatementContext, name: string): StatementAnalysis {
+  const r = reservedStatementRefusal(name);
+  return refusedStatement(ctx, refusalAt(ctx, r.sqlstate, r.message), 'SESSION');
+}
+
+/** DEALLOCATE name / DEALLOCATE ALL (no name in the node); a reserved name is refused (42939). */
 export function deallocateStatement(n: Fields, ctx: StatementContext): StatementAnalysis {
+  if (typeof n.name === 'string' && isReservedStatementName(n.name)) return reservedName(ctx, n.name);
   return sessionStatement(ctx, [{ kind: 'deallocate', name: typeof n.name === 'string' ? n.name : null }]);
 }
 
@@ -199,6 +207,7 @@ function nestedForLater(
  * carrying the inner analysis, which the proxy decides again — and masks with — at EXECUTE.
  */
 export function prepareStatement(n: Fields, ctx: StatementContext): StatementAnalysis {
+  if (typeof n.name === 'string' && isReservedStatementName(n.name)) return reservedName(ctx, n.name);
   const r = nestedForLater(ctx, n.query, 'PREPARE');
   if (!('inner' in r)) return r;
   const { inner } = r;

@@ -2,7 +2,12 @@
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { inBandHead, inBandReads } from '../../src/catalog/catalog-reads.js';
+import {
+  inBandExecuteHead,
+  inBandExecuteReads,
+  inBandPrepares,
+  READ_PATH,
+} from '../../src/catalog/catalog-reads.js';
 import {
   buildCatalog,
   catalogStamp,
@@ -13,6 +18,8 @@ import {
 import type { Catalog } from '../../src/catalog/types.js';
 
 const server = inject('pg');
+/** The prefix of the in-band statements prepared on `client`. */
+const IN_BAND = 'pgwarden_catalog_test';
 const DB = 'catalog_incr';
 
 function connect(
@@ -59,6 +66,8 @@ describe('incremental catalog reads', () => {
       CREATE FUNCTION app.f(x int) RETURNS int LANGUAGE sql STABLE AS 'SELECT x';
     `);
     catalog = await readCatalog(client, 1);
+    // The in-band read's statements, prepared as a session's connection prepares them.
+    await client.query(`BEGIN; ${READ_PATH}; ${inBandPrepares(IN_BAND)} COMMIT`);
   });
   afterAll(async () => {
     await client.end();
@@ -71,20 +80,27 @@ describe('incremental catalog reads', () => {
     const incremental = await readCatalog(client, catalog.version + 1, catalog);
     const full = await readCatalog(client, catalog.version + 1);
     expect(plain(incremental), ddl).toEqual(plain(full));
-    // The form an in-band read sends (the head, then the reads with its answer spelled out) gives
-    // the same catalog.
+    // The form an in-band read sends (the head, then the reads with its answer spelled out, each
+    // an EXECUTE of a statement prepared on the connection, with its generic plan) gives the same
+    // catalog.
     const base = readBaseOf(catalog);
     expect(base).toBeDefined();
     if (base) {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY');
       try {
-        const head = (await client.query(inBandHead(base))).rows[0] as {
+        // The login's path, taken before READ_PATH (as the relay takes it).
+        const { path } = (await client.query('SELECT current_schemas(false)::text[] AS path')).rows[0] as {
+          path: string[];
+        };
+        await client.query(`SET LOCAL plan_cache_mode = force_generic_plan; ${READ_PATH}`);
+        const headRow = (await client.query(inBandExecuteHead(IN_BAND, base))).rows[0] as {
           reread: string[];
           types_changed: boolean;
           functions_changed: boolean;
         };
+        const head = { ...headRow, path };
         const reads = (await client.query(
-          inBandReads({
+          inBandExecuteReads(IN_BAND, {
             reread: head.reread.map(Number),
             typesChanged: head.types_changed,
             functionsChanged: head.functions_changed,
