@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache';
 import type { Decision } from '../policy/decision-types.js';
 import { MAX_CACHED_TEXT } from '../sql/analysis-cache.js';
 import { lexicalKey } from '../sql/lexical-key.js';
-import { applyEdits, type RewriteRefusal } from './edits.js';
+import { applyEdits, type Edit, type RewriteRefusal } from './edits.js';
 import type { RewrittenSql } from './rewrite-sql.js';
 
 const ids = new WeakMap<Decision, number>();
@@ -26,8 +26,43 @@ function idOf(d: Decision): number {
  */
 export function rewrittenFor(shape: RewrittenSql, sql: string): RewrittenSql | undefined {
   if (!shape.changed) return { ...shape, text: sql };
+  // An ASCII text (every text with a lexical key is): byte offsets are string offsets, and the
+  // edits are spliced into the string without encoding it (issue 18: the masked user's pgbench
+  // statement, a new literal per execution). The positions are the shape's: the same edits at
+  // the same offsets of a text of the same length.
+  if (Buffer.byteLength(sql, 'utf8') === sql.length) {
+    const edits = editsInOrder(shape);
+    const last = edits?.[edits.length - 1];
+    if (!edits || (last !== undefined && last.end > sql.length)) return undefined;
+    let text = '';
+    let at = 0;
+    for (const e of edits) {
+      text += sql.slice(at, e.start) + e.text;
+      at = e.end;
+    }
+    return { ...shape, text: text + sql.slice(at) };
+  }
   const applied = applyEdits(Buffer.from(sql, 'utf8'), shape.edits);
   return applied ? { ...shape, text: applied.text } : undefined;
+}
+
+/** A shape's edits sorted by offset, once per shape; null when two overlap (as applyEdits refuses them). */
+const orderedEdits = new WeakMap<RewrittenSql, readonly Edit[] | null>();
+
+function editsInOrder(shape: RewrittenSql): readonly Edit[] | null {
+  let edits = orderedEdits.get(shape);
+  if (edits === undefined) {
+    const sorted = [...shape.edits].sort((a, b) => a.start - b.start || a.end - b.end);
+    let at = 0;
+    let ok = true;
+    for (const e of sorted) {
+      if (e.start < at || e.end < e.start) ok = false;
+      at = e.end;
+    }
+    edits = ok ? sorted : null;
+    orderedEdits.set(shape, edits);
+  }
+  return edits;
 }
 
 /**

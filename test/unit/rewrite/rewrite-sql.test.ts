@@ -1,7 +1,8 @@
 // rewriteSql(): the text sent upstream qualifies every relation, renames CTEs and masks hidden columns at their source.
 import { beforeAll, describe, expect, test } from 'vitest';
 import type { CatalogRelation } from '../../../src/catalog/types.js';
-import { RewriteCache } from '../../../src/rewrite/rewrite-cache.js';
+import { applyEdits } from '../../../src/rewrite/edits.js';
+import { RewriteCache, rewrittenFor } from '../../../src/rewrite/rewrite-cache.js';
 import { rewriteSql } from '../../../src/rewrite/rewrite-sql.js';
 import { selfCheck } from '../../../src/rewrite/self-check.js';
 import { analyze, loadParser } from '../../../src/sql/analyze.js';
@@ -288,5 +289,39 @@ describe('RewriteCache', () => {
       return made;
     });
     expect(calls).toBe(1);
+  });
+
+  test("rewrittenFor splices an ASCII text as applyEdits rewrites its bytes, and keeps the shape's positions", () => {
+    for (const [first, second] of [
+      [
+        "select id from users where id = 1 and name = 'ab'",
+        "select id from users where id = 9 and name = 'cd'",
+      ],
+      [
+        'select u.id, v.email from users u join users v on v.id = u.id where u.id = 12',
+        'select u.id, v.email from users u join users v on v.id = u.id where u.id = 34',
+      ],
+    ] as const) {
+      const a = analyze(first, { catalog, searchPath: ['public'] });
+      const shape = rewriteSql(first, a.statements, ctx());
+      if ('refusal' in shape) throw new Error('refused');
+      expect(shape.changed).toBe(true);
+      const again = rewrittenFor(shape, second);
+      expect(again?.text).toBe(applyEdits(Buffer.from(second, 'utf8'), shape.edits)?.text);
+      expect(again?.text).not.toBe(second);
+      expect(again?.positions).toBe(shape.positions);
+      // Not ASCII: the edits are applied to its UTF-8 bytes.
+      const wide = second.replace('where', 'where /* é */');
+      const shifted = rewrittenFor(
+        { ...shape, edits: shape.edits.filter((e) => e.end < second.indexOf('where')) },
+        wide,
+      );
+      expect(shifted?.text).toBe(
+        applyEdits(
+          Buffer.from(wide, 'utf8'),
+          shape.edits.filter((e) => e.end < second.indexOf('where')),
+        )?.text,
+      );
+    }
   });
 });
