@@ -2,6 +2,7 @@
 
 import type { Catalog } from '../catalog/types.js';
 import type { Refusal } from '../policy/decision-types.js';
+import { type RewrittenSql, sentUtf8 } from '../rewrite/rewrite-sql.js';
 import { isReservedStatementName, reservedStatementRefusal } from '../sql/reserved-statement-names.js';
 import { decodeCommandComplete } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
@@ -48,6 +49,11 @@ function unknownTypeOid(catalog: Catalog, oids: readonly number[]): number | und
  * namespace; what the upstream skips after an error is put back.
  */
 export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
+  /** The last rewritten Parse message made, and what it was made of (see rewrittenParse). */
+  private lastRewrittenParse:
+    | { sent: RewrittenSql; name: string; paramTypes: readonly number[]; bytes: Buffer }
+    | undefined;
+
   protected parse(f: Frame): Promise<void> | undefined {
     const { name, sql, paramTypes } = decodeParse(f.payload);
     this.startBatch();
@@ -133,8 +139,24 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
     if (name === '') this.unnamedDroppedUpstream = false;
     this.o.gateSession.names.prepared.delete(name);
     // Mask at read: the statement prepared upstream is the rewritten text (wall 2).
-    if (result.sent) this.sendWithText(result.sent, (text) => encodeParse(name, text, paramTypes));
-    else this.sendRange(p.bytes, p.start, p.end);
+    if (!result.sent) this.sendRange(p.bytes, p.start, p.end);
+    else if (sentUtf8(result.sent))
+      this.sendWithText(result.sent, (text) => encodeParse(name, text, paramTypes));
+    else this.send(this.rewrittenParse(result.sent, name, paramTypes));
+  }
+
+  /**
+   * The Parse message of `name` with the rewritten text `sent` and `paramTypes`: the one made last
+   * time when it is for the same three values (the steady path hands the same ones each time a
+   * client prepares the same statement again: pgbench -M extended), else made and kept. The kept
+   * message is never changed once made (written upstream, perhaps still queued there).
+   */
+  private rewrittenParse(sent: RewrittenSql, name: string, paramTypes: readonly number[]): Buffer {
+    const last = this.lastRewrittenParse;
+    if (last && last.sent === sent && last.name === name && last.paramTypes === paramTypes) return last.bytes;
+    const bytes = encodeParse(name, sent.text, paramTypes);
+    this.lastRewrittenParse = { sent, name, paramTypes, bytes };
+    return bytes;
   }
 
   /** The plan of a statement name: protocol-level first, then SQL-level PREPARE (one namespace in Postgres). */

@@ -1,5 +1,6 @@
 // The Simple Query flow: a Query decided before it is sent, its replies matched to its statements' plans; a string that uses what it creates runs in stages.
 import type { Refusal } from '../policy/decision-types.js';
+import { type RewrittenSql, sentUtf8 } from '../rewrite/rewrite-sql.js';
 import { decodeCommandComplete } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
 import type { Frame } from '../wire/framer.js';
@@ -25,6 +26,9 @@ const NOT_IN_EXTENDED =
 
 /** Simple Query (protocol "Simple Query"): one Query message, possibly many statements, each with its plan. */
 export abstract class SimpleQueryRelay extends ResultRelay {
+  /** The last rewritten Query message made, and its text's value (see rewrittenQuery). */
+  private lastRewrittenQuery: { sent: RewrittenSql; bytes: Buffer } | undefined;
+
   protected simpleQuery(f: Frame): Promise<void> | undefined {
     const { sql } = decodeQuery(f.payload);
     this.startBatch();
@@ -69,10 +73,23 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     const kept = textToKeep(sql, result.plans);
     this.expects.push({ t: 'query', plans: result.plans, index: 0, sql: kept, started, sent: this.gatedAt });
     // Mask at read: the rewritten text goes up instead of the caller's (wall 2).
-    if (result.sent) this.sendWithText(result.sent, encodeQuery);
-    else this.sendRange(q.bytes, q.start, q.end);
+    if (!result.sent) this.sendRange(q.bytes, q.start, q.end);
+    else if (sentUtf8(result.sent)) this.sendWithText(result.sent, encodeQuery);
+    else this.send(this.rewrittenQuery(result.sent));
     this.batchOpen = false;
     return undefined;
+  }
+
+  /**
+   * The Query message of the rewritten text `sent`: the one made last time for the same value (a
+   * text the session's memo holds, sent again), else made and kept. Never changed once made.
+   */
+  private rewrittenQuery(sent: RewrittenSql): Buffer {
+    const last = this.lastRewrittenQuery;
+    if (last && last.sent === sent) return last.bytes;
+    const bytes = encodeQuery(sent.text);
+    this.lastRewrittenQuery = { sent, bytes };
+    return bytes;
   }
 
   /**
