@@ -1,4 +1,4 @@
-// The relay's FIFO (src/proxy/fifo.ts): order, head, compaction across interleaved pushes and shifts.
+// The relay's FIFO (src/proxy/fifo.ts): order, head, growth and wrap-around across interleaved pushes and shifts.
 import { describe, expect, test } from 'vitest';
 import { Fifo } from '../../../src/proxy/fifo.js';
 
@@ -35,5 +35,23 @@ describe('Fifo', () => {
     while (q.length > 0) expect(q.shift()).toBe(expected++);
     expect(expected).toBe(next);
     expect(q.first).toBeUndefined();
+  });
+
+  test('a queue that empties and fills again wraps around its ring: at() and first follow the head', () => {
+    const q = new Fifo<number>();
+    let next = 0;
+    let expected = 0;
+    for (let round = 0; round < 50; round++) {
+      for (let i = 0; i < 5; i++) q.push(next++);
+      expect(q.at(0)).toBe(expected);
+      expect(q.at(4)).toBe(expected + 4);
+      expect(q.at(5)).toBeUndefined();
+      expect(q.at(-1)).toBeUndefined();
+      for (let i = 0; i < 3; i++) expect(q.shift()).toBe(expected++);
+      expect(q.map((x) => x)).toEqual([expected, expected + 1]);
+      for (let i = 0; i < 2; i++) expect(q.shift()).toBe(expected++);
+      expect(q.first).toBeUndefined();
+    }
+    expect(expected).toBe(next);
   });
 });
