@@ -117,17 +117,22 @@ function nodeArgs(profileDir: string | undefined, script: string[]): string[] {
   return [...extraNodeArgs, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...script];
 }
 
-const diffStats = (a: AnalysisCacheStats, b: AnalysisCacheStats): AnalysisCacheStats => ({
+/** The analysis cache's counters and the gate memos' hits (memoHits: served before any cache lookup, no parse). */
+type GateStats = AnalysisCacheStats & { readonly memoHits: number };
+
+const diffStats = (a: GateStats, b: GateStats): GateStats => ({
   hits: b.hits - a.hits,
   normalizedHits: b.normalizedHits - a.normalizedHits,
   misses: b.misses - a.misses,
+  memoHits: b.memoHits - a.memoHits,
 });
-const addStats = (a: AnalysisCacheStats, b: AnalysisCacheStats): AnalysisCacheStats => ({
+const addStats = (a: GateStats, b: GateStats): GateStats => ({
   hits: a.hits + b.hits,
   normalizedHits: a.normalizedHits + b.normalizedHits,
   misses: a.misses + b.misses,
+  memoHits: a.memoHits + b.memoHits,
 });
-const ZERO: AnalysisCacheStats = { hits: 0, normalizedHits: 0, misses: 0 };
+const ZERO: GateStats = { hits: 0, normalizedHits: 0, misses: 0, memoHits: 0 };
 
 async function main(): Promise<void> {
   const started = Date.now();
@@ -271,7 +276,7 @@ async function main(): Promise<void> {
       ? (clients: number) => ({ transactions: clients === 1 ? 600 : 300 })
       : () => ({ seconds: SECONDS });
     const samples = new Map<string, { tps: number[]; mean: number[]; p99: number[]; cpu: number[] }>();
-    const cacheByMode = new Map<string, AnalysisCacheStats>();
+    const cacheByMode = new Map<string, GateStats>();
     const logDir = path.join(workDir, 'pgbench-logs');
     fs.mkdirSync(logDir, { recursive: true });
     // Warm-up, not measured: every proxy process runs each mode once first, so that the rounds
@@ -481,9 +486,13 @@ async function main(): Promise<void> {
   }
 }
 
-async function statsOf(child: Child): Promise<AnalysisCacheStats> {
-  const r = await ask<{ stats: { analysis: AnalysisCacheStats } }>(child, 'stats');
-  return r.stats.analysis;
+async function statsOf(child: Child): Promise<GateStats> {
+  const r = await ask<{
+    stats: { analysis: AnalysisCacheStats };
+    memo?: { exactHits: number; lexicalHits: number };
+  }>(child, 'stats');
+  // A --before tree's proxy-process.ts may not report its memo: its hits then count as none.
+  return { ...r.stats.analysis, memoHits: (r.memo?.exactHits ?? 0) + (r.memo?.lexicalHits ?? 0) };
 }
 
 await main();

@@ -21,6 +21,22 @@ interface Entry {
   readonly walls: WallSwitches;
 }
 
+/** How many gate results the memos of this process served (bench/: the share of statements neither parsed nor looked up). */
+export interface GateMemoStats {
+  /** Served for the very text decided before. */
+  readonly exactHits: number;
+  /** Served for a text of the same lexical key (only literal values of the same length differ). */
+  readonly lexicalHits: number;
+}
+
+let exactHits = 0;
+let lexicalHits = 0;
+
+/** The process's memo hit counters since it started (every session's {@link GateMemo} adds to them). */
+export function gateMemoStats(): GateMemoStats {
+  return { exactHits, lexicalHits };
+}
+
 /** Most texts a memo holds (each map); when full it starts over. */
 const MAX_ENTRIES = 64;
 /**
@@ -55,15 +71,24 @@ export class GateMemo {
   get(sql: string, session: GateSession, catalog: Catalog): Allowed | undefined {
     if (sql.length > MAX_MEMO_TEXT) return undefined;
     const hit = this.exact.get(sql);
-    if (hit) return current(hit, session, catalog) ? hit.result : undefined;
+    if (hit) {
+      if (!current(hit, session, catalog)) return undefined;
+      exactHits++;
+      return hit.result;
+    }
     if (this.lexical.size === 0) return undefined;
     const lex = lexicalKey(sql);
     const family = lex === null ? undefined : this.lexical.get(lex);
     if (!family || !current(family, session, catalog)) return undefined;
     const sent = family.result.sent;
-    if (!sent) return family.result;
+    if (!sent) {
+      lexicalHits++;
+      return family.result;
+    }
     const again = rewrittenFor(sent, sql);
-    return again ? { ...family.result, sent: again } : undefined;
+    if (!again) return undefined;
+    lexicalHits++;
+    return { ...family.result, sent: again };
   }
 
   /**
