@@ -8,7 +8,11 @@ import { maskAtRead } from './gate-mask-at-read.js';
 import { type GateSession, pathsFor, type SqlPrepared } from './gate-session.js';
 import type { Decider, GateResult, StatementPlan } from './statement-plan.js';
 
-function analysisRefusal(a: Analysis): Refusal | undefined {
+/**
+ * The refusal of analysis `a` as the client gets it (its first statement refusal, or parse error;
+ * `position` 1-based as in ErrorResponse), or undefined when the analysis refuses nothing.
+ */
+export function analysisRefusal(a: Analysis): Refusal | undefined {
   const r = a.refusal;
   if (!r) return undefined;
   return {

@@ -1,4 +1,6 @@
-import type { Analysis, SessionEffect } from '../sql/analysis-types.js';
+// When a multi-statement string runs in stages (issue 15), and how its transaction control is run.
+import type { Analysis, SessionEffect, StatementAnalysis } from '../sql/analysis-types.js';
+import { CATALOG_SCHEMAS } from '../sql/catalog-allowlist.js';
 
 /** SQLSTATEs of analysis refusals that a fresher catalog may cure (issue 5: analysis runs once more). */
 export const STALE_CATALOG = new Set(['42P01', '42703', '42883', '3F000', '42704']);
@@ -13,22 +15,77 @@ export const TRANSACTION_CONTROL: ReadonlySet<SessionEffect['kind']> = new Set([
   'release',
 ]);
 
+/** Whether statement `st` controls a transaction (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, RELEASE, ROLLBACK TO, two-phase commit). */
+export function controlsTransaction(st: StatementAnalysis): boolean {
+  return st.nodeType === 'TransactionStmt' || st.sessionEffects.some((e) => TRANSACTION_CONTROL.has(e.kind));
+}
+
 /**
- * The index of the first statement of `a` the gate cannot decide yet because an earlier
- * statement of the same string may create what it names (issue 15: `create temp table t(id int);
- * insert into t values (1)`), or null. Only for an analysis whose first refusal is an unknown
- * name (42P01, 42703, 42883, 3F000, 42704) at a statement after a MANAGE one, in a string that
- * controls no transaction itself (it then runs as one implicit transaction, which pgwarden opens
- * and closes around its stages).
+ * Where a string is cut because an earlier statement of it may create what a later one names
+ * (issue 15: `create temp table t(id int); insert into t values (1)`), or null: `at`, the index
+ * of the first statement the gate cannot decide yet; `controls`, whether the string controls a
+ * transaction itself. Cut before the first statement naming a relation after a MANAGE one, when
+ * no statement before it is refused; else before the first refused statement (not the first) when
+ * its refusal is an unknown name (42P01, 42703, 42883, 3F000, 42704). Without transaction control the string runs as
+ * one implicit transaction, which pgwarden opens and closes around its stages; with it, only as
+ * the client's own block ({@link blockAfterHead}). A refusal that stands after the statements
+ * before it ran reaches the client after their replies, as Postgres sends an error mid-string.
  */
-export function stageable(a: Analysis): number | null {
-  if (!a.refusal || !STALE_CATALOG.has(a.refusal.sqlstate)) return null;
-  const k = a.statements.findIndex((st) => st.refusal !== undefined);
-  if (k <= 0) return null;
-  if (!a.statements.slice(0, k).some((st) => st.kind === 'MANAGE')) return null;
-  const controls = a.statements.some(
-    (st) =>
-      st.nodeType === 'TransactionStmt' || st.sessionEffects.some((e) => TRANSACTION_CONTROL.has(e.kind)),
+export function stageable(a: Analysis): { at: number; controls: boolean } | null {
+  const refused = a.statements.findIndex((st) => st.refusal !== undefined);
+  const changed = afterCatalogChange(a);
+  let k: number | null = null;
+  if (changed !== null && (refused < 0 || changed <= refused)) k = changed;
+  else if (refused > 0 && a.refusal && STALE_CATALOG.has(a.refusal.sqlstate)) k = refused;
+  if (k === null || k <= 0) return null;
+  return { at: k, controls: a.statements.some(controlsTransaction) };
+}
+
+/**
+ * The index of the first statement of `a` that names a relation outside the system catalog after
+ * a MANAGE statement of the same string (which may have created, altered or dropped it: `alter
+ * table t add column v int; select * from t` expands `*` with `v`), or null: its analysis under
+ * the catalog of before the string would not be the one Postgres makes (issue 15: "analyze each
+ * statement under the state the earlier ones leave").
+ */
+function afterCatalogChange(a: Analysis): number | null {
+  const first = a.statements.findIndex((st) => st.kind === 'MANAGE' && st.nodeType !== 'TransactionStmt');
+  if (first < 0) return null;
+  const k = a.statements.findIndex(
+    (st, i) =>
+      i > first &&
+      (st.bindings?.relations ?? []).some((b) => b.kind === 'relation' && !CATALOG_SCHEMAS.has(b.schema)),
   );
-  return controls ? null : k;
+  return k < 0 ? null : k;
+}
+
+/**
+ * What running `head` (the first statements of a Query, in one Query upstream) leaves, starting
+ * inside a transaction block (`inBlock`) or not, when the string controls transactions itself:
+ * `open`, a block is open after it (BEGIN, or the client's block still going), so the rest runs in
+ * it exactly as on a direct connection; `ended`, its last statement ends the transaction (COMMIT,
+ * ROLLBACK), so the rest is a string of its own (a new implicit transaction, as Postgres starts
+ * one); null otherwise (statements after a COMMIT would commit on their own upstream, where a
+ * direct connection runs them in one implicit transaction with the rest; two-phase commit).
+ * Source: PostgreSQL's transaction block states (xact.c: BEGIN turns the implicit transaction of
+ * a multi-statement Query into a block, COMMIT ends either).
+ */
+export function blockAfterHead(
+  head: readonly StatementAnalysis[],
+  inBlock: boolean,
+): 'open' | 'ended' | null {
+  let open = inBlock;
+  let endedAt = -1;
+  for (const [i, st] of head.entries()) {
+    if (st.nodeType === 'TransactionStmt' && st.kind === 'MANAGE') return null;
+    for (const e of st.sessionEffects) {
+      if (e.kind === 'begin') open = true;
+      else if (e.kind === 'commit' || e.kind === 'rollback') {
+        open = false;
+        endedAt = i;
+      }
+    }
+  }
+  if (open) return 'open';
+  return endedAt === head.length - 1 ? 'ended' : null;
 }

@@ -8,6 +8,7 @@ import { decodeQuery } from '../wire/frontend.js';
 import { query as encodeQuery } from '../wire/frontend-encode.js';
 import { blankCodePoints, sliceCodePoints } from './code-points.js';
 import type { Expect } from './expected-replies.js';
+import { blockAfterHead } from './gate-stages.js';
 import { textToKeep } from './plan-audit.js';
 import { commits, ResultRelay } from './relay-results.js';
 import { gate } from './statement-gate.js';
@@ -55,17 +56,31 @@ export abstract class SimpleQueryRelay extends ResultRelay {
   ): Promise<void> | undefined {
     const { sql, started } = q;
     if (result.rest !== undefined && result.head !== undefined) {
+      const sent = result.sent?.text ?? result.head;
       // In a failed transaction Postgres runs nothing of the string (25P02): neither do stages.
       if (this.status === 'E' || this.extendedOpen) {
         this.batchOpen = false;
         this.refuseSimple(
           this.status === 'E'
             ? { sqlstate: '25P02', message: ABORTED }
-            : { sqlstate: '0A000', message: NOT_IN_EXTENDED },
+            : result.refusal && !result.plans.some((p) => p.changesCatalog)
+              ? result.refusal
+              : { sqlstate: '0A000', message: NOT_IN_EXTENDED },
         );
         return undefined;
       }
-      return this.staged(result.plans, result.head, result.sent?.text ?? result.head, result.rest, started);
+      if (!result.controls) return this.staged(result.plans, result.head, sent, result.rest, started);
+      // The string controls transactions itself: its stages run only as the client's own block.
+      const block = blockAfterHead(
+        result.plans.map((p) => p.statement),
+        this.status === 'T',
+      );
+      if (block === null) {
+        this.batchOpen = false;
+        this.refuseSimple(result.refusal ?? { sqlstate: '0A000', message: NOT_IN_EXTENDED });
+        return undefined;
+      }
+      return this.headThenRest(result.plans, result.head, sent, result.rest, started);
     }
     const cut = publishingCut(result.plans, this.status);
     if (cut !== undefined && !this.extendedOpen && this.status !== 'E')
@@ -160,30 +175,47 @@ export abstract class SimpleQueryRelay extends ResultRelay {
       this.batchOpen = false;
       return this.refuseSimple(r.refusal);
     }
+    return this.headThenRest(r.plans, head, r.sent?.text ?? head, blankCodePoints(sql, cut), started);
+  }
+
+  /**
+   * Sends `head` (decided: `plans`, its text `sent` upstream) as one Query and, when all of it ran,
+   * decides `rest` (the string with the head blanked) with the catalog of after it and runs that
+   * as any Query: in the transaction block the head left open, or as a string of its own after the
+   * head's last statement ended the transaction (inParts, and a string that controls transactions
+   * run in stages: blockAfterHead). As Postgres does, nothing after a statement that failed is
+   * run; the client sees one ReadyForQuery.
+   */
+  private async headThenRest(
+    plans: readonly StatementPlan[],
+    head: string,
+    sent: string,
+    rest: string,
+    started: number,
+  ): Promise<void> {
     const ran = await new Promise<boolean>((resolve) => {
       const e: Expect & { t: 'query' } = {
         t: 'query',
-        plans: r.plans,
+        plans,
         index: 0,
-        sql: textToKeep(head, r.plans),
+        sql: textToKeep(head, plans),
         started,
         held: (status) => {
           if (status === 'I') this.portals.clear();
           this.o.onTransactionStatus(status);
-          const all = e.index >= r.plans.length;
+          const all = e.index >= plans.length;
           resolve(all);
           // A statement failed: Postgres ran nothing after it; this ReadyForQuery is the client's.
           return !all;
         },
       };
       this.expects.push(e);
-      this.send(encodeQuery(r.sent?.text ?? head));
+      this.send(encodeQuery(sent));
     });
     if (!ran) {
       this.batchOpen = false;
       return;
     }
-    const rest = blankCodePoints(sql, cut);
     const next = await this.gateRest(rest);
     if (!next.ok) {
       this.batchOpen = false;
@@ -212,6 +244,8 @@ export abstract class SimpleQueryRelay extends ResultRelay {
         sql: textToKeep(sql, plans),
         started,
         held: (status) => {
+          // DDL of this stage: the next one is decided with the catalog read in-band (session-catalog.ts).
+          this.o.onTransactionStatus(status);
           resolve(status === 'T');
           return status === 'E' && inTx;
         },

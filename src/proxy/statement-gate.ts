@@ -4,7 +4,7 @@ import type { Refusal } from '../policy/decision-types.js';
 import type { Analysis, SessionEffect } from '../sql/analysis-types.js';
 import type { AnalysisCache } from '../sql/analyze.js';
 import { blankCodePoints, sliceCodePoints } from './code-points.js';
-import { decideAnalysis } from './gate-decision.js';
+import { analysisRefusal, decideAnalysis } from './gate-decision.js';
 import type { GateMemo } from './gate-memo.js';
 import { type GateSession, pathsFor } from './gate-session.js';
 import { STALE_CATALOG, stageable, TRANSACTION_CONTROL } from './gate-stages.js';
@@ -60,6 +60,8 @@ function gateNow(
     const fast = guarded(() => {
       const analysis = cache.analyze(sql, { catalog: now, ...pathsFor(session, now) });
       if (analysis.refusal && STALE_CATALOG.has(analysis.refusal.sqlstate)) return undefined;
+      // A string run in stages is decided stage by stage, on the slow path.
+      if (stageable(analysis) !== null) return undefined;
       const r = decideAnalysis(analysis, now, sql, session, cache, decide, utf8);
       if (r.ok) memo?.keep(sql, session, now, r, cache.sharedByLiterals(analysis));
       return r;
@@ -173,14 +175,14 @@ async function slowGate(
   }
   if (!('statements' in analysis)) return analysis;
   const done = analysis;
-  const prefix = stageable(done);
-  if (prefix !== null) {
-    const at = done.statements[prefix]?.location ?? 0;
+  const stages = stageable(done);
+  if (stages !== null) {
+    const at = done.statements[stages.at]?.location ?? 0;
     // The decided part alone is rewritten and sent: its statements are the head's.
     const headText = sliceCodePoints(sql, 0, at);
     const head = guarded(() =>
       decideAnalysis(
-        { statements: done.statements.slice(0, prefix) },
+        { statements: done.statements.slice(0, stages.at) },
         catalog,
         headText,
         session,
@@ -189,7 +191,14 @@ async function slowGate(
       ),
     );
     if (!head.ok) return head;
-    return { ...head, head: headText, rest: blankCodePoints(sql, at) };
+    const refusal = analysisRefusal(done);
+    return {
+      ...head,
+      head: headText,
+      rest: blankCodePoints(sql, at),
+      controls: stages.controls,
+      ...(refusal ? { refusal } : {}),
+    };
   }
   return guarded(() => decideAnalysis(done, catalog, sql, session, cache, decide, utf8));
 }

@@ -76,6 +76,10 @@ export type GateResult =
       /** With `rest`: the text to send now, the string up to where `rest` starts. */
       readonly head?: string;
       readonly rest?: string;
+      /** With `rest`: whether the string controls transactions itself (it then runs in stages only as the client's block). */
+      readonly controls?: boolean;
+      /** With `rest`: what the rest is refused with under the catalog the head was decided with (for a string that cannot run in stages). */
+      readonly refusal?: Refusal;
       readonly sent?: RewrittenSql;
     }
   | { readonly ok: false; readonly refusal: Refusal; readonly statement?: StatementAnalysis };

@@ -738,6 +738,27 @@ select 1
 rollback
 -- @case
 select count(*) from pg_class where relname in ('tmp_in_tx', 'tmp_in_tx2')
+-- ─────────────── a string that controls its own transaction and uses what it creates (a migration file) ───────────────
+-- @case modes=simple
+begin; create table mig_a(id int primary key); insert into mig_a values (1); alter table mig_a add column v text default 'd'; select * from mig_a; commit; select count(*) from mig_a
+-- @case modes=simple
+begin; create table mig_b(id int); insert into mig_b values (1); select nope from mig_b; commit
+-- @case modes=simple
+select 1
+-- @case modes=simple
+rollback
+-- @case modes=simple
+create table mig_c(id int); insert into mig_c values (1); select nope from mig_c; select 'never'
+-- @case modes=simple
+select 1 as one; select nope from accounts
+-- @case modes=simple
+create table mig_e(id int); commit; insert into mig_e values (5); select * from mig_e
+-- @case modes=simple
+begin
+-- @case modes=simple
+create table mig_d(id int); insert into mig_d values (4); commit; select * from mig_d; drop table mig_d
+-- @case modes=simple
+drop table mig_a, mig_e; select count(*) from pg_class where relname like 'mig\_%'
 -- @case
 reset all
 -- @case
