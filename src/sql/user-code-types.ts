@@ -13,20 +13,23 @@ interface FoundType {
 function typeNames(node: unknown): FoundType[] {
   const out: FoundType[] = [];
   const stack: unknown[] = [node];
+  // One walk of the parse tree, pushing children in place (no entry arrays, no spread): it runs
+  // for every statement analyzed (issue 18: 6% of the cold analysis of the 407-character CTE).
   while (stack.length > 0) {
     const v = stack.pop();
     if (v === null || typeof v !== 'object') continue;
     if (Array.isArray(v)) {
-      stack.push(...v);
+      for (let i = 0; i < v.length; i++) {
+        const item: unknown = v[i];
+        if (item !== null && typeof item === 'object') stack.push(item);
+      }
       continue;
     }
-    for (const [k, child] of Object.entries(v as Record<string, unknown>)) {
-      if (
-        (k === 'typeName' || k === 'TypeName') &&
-        child &&
-        typeof child === 'object' &&
-        !Array.isArray(child)
-      ) {
+    const o = v as Record<string, unknown>;
+    for (const k in o) {
+      const child = o[k];
+      if (child === null || typeof child !== 'object') continue;
+      if ((k === 'typeName' || k === 'TypeName') && !Array.isArray(child)) {
         const t = child as { names?: unknown; location?: number };
         const names = (Array.isArray(t.names) ? t.names : []).map(
           (n) => (n as { String?: { sval?: string } }).String?.sval ?? '',
