@@ -151,6 +151,19 @@ export class CatalogSource {
     return this.dbs.get(database)?.granting;
   }
 
+  /**
+   * The current catalog of `database` while the after-read work (grant sync) that brings its
+   * grants runs, with that work; undefined when there is none to wait for, or the catalog must be
+   * read first. Issue 15: a set login's statement that reads nothing the sync may change is decided
+   * with it without waiting (SessionCatalog.beforeGrants).
+   */
+  ungranted(database: string): { catalog: Catalog; synced: Promise<void> } | undefined {
+    const st = this.dbs.get(database);
+    if (!st?.current || st.dirty || !st.granting || st.current.version < st.grantedFrom) return undefined;
+    if (st.granted === st.current) return undefined;
+    return { catalog: st.current, synced: st.granting };
+  }
+
   private getRead(database: string, url: string | pg.ClientConfig): Promise<Catalog> {
     const st = this.state(database, url) as DbState;
     const now = this.peek(database);

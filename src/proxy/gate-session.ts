@@ -44,6 +44,14 @@ export interface GateSession {
    */
   readonly catalogLast?: () => Catalog | undefined;
   /**
+   * A set login's session while the grant sync after a catalog read runs (issue 15): that
+   * catalog, the relations (OIDs) whose grants the sync may change, and the sync; undefined when
+   * none (SessionCatalog.beforeGrants); absent: never.
+   */
+  readonly catalogBeforeGrants?: () => Promise<
+    { catalog: Catalog; changed: ReadonlySet<number>; synced: Promise<void> } | undefined
+  >;
+  /**
    * Reads the catalog on the session's own upstream connection, which alone sees its
    * uncommitted DDL and its temporary tables; null when the connection is not free for it.
    */

@@ -54,6 +54,8 @@ export class SessionCatalog {
    * @param dbClient the `pg` config a shared read of that database uses
    * @param needsGrants the session logs in as a set login (`roles: managed`): it is handed a
    * shared catalog only once the grant sync after its read is done (CatalogSource `granted`)
+   * @param pendingScope for such a session: the relations whose grants a sync to a catalog may
+   * change for its login (ManagedRoles.pendingScope), undefined when unknown
    */
   constructor(
     private readonly catalogs: CatalogSource,
@@ -61,10 +63,35 @@ export class SessionCatalog {
     private readonly dbClient: ClientConfig,
     private readonly log: Logger,
     needsGrants = false,
+    private readonly pendingScope?: (catalog: Catalog) => ReadonlySet<number> | undefined,
   ) {
     this.granted = { granted: needsGrants };
   }
   private readonly granted: { readonly granted: boolean };
+
+  /**
+   * For a set login's session while the grant sync after a catalog read runs: that catalog, the
+   * relations (OIDs) whose grants the sync may change for the login, and the sync; undefined when
+   * there is no such sync, the scope is unknown, or the session analyzes with its own catalog.
+   * Issue 15: a statement that reads none of those relations is decided with it at once (its
+   * PostgreSQL grants on what it reads are those the sync leaves), else it waits ({@link get}).
+   */
+  async beforeGrants(): Promise<
+    { catalog: Catalog; changed: ReadonlySet<number>; synced: Promise<void> } | undefined
+  > {
+    if (!this.granted.granted || !this.pendingScope || this.changedInTx) return undefined;
+    this.dropStaleOwn();
+    const db = this.database;
+    if (this.own || this.catalogs.failing(db) || this.catalogs.connecting(db)) return undefined;
+    // The read is waited for (its catalog has the change); the sync after it is not. A failed
+    // read is get's to handle.
+    const read = await this.catalogs.get(db, this.dbClient).catch(() => undefined);
+    if (!read) return undefined;
+    const pending = this.catalogs.ungranted(db);
+    if (!pending) return undefined;
+    const changed = this.pendingScope(pending.catalog);
+    return changed ? { ...pending, changed } : undefined;
+  }
 
   /**
    * The catalog to analyze with (`refresh`: an unknown name asks for a fresh read, at most one a

@@ -3,12 +3,13 @@ import type net from 'node:net';
 import path from 'node:path';
 import type { ClientConfig } from 'pg';
 import type { Logger } from 'pino';
+import type { Catalog } from '../catalog/types.js';
 import { pgClientConfig, upstreamTls } from '../catalog/upstream-tls.js';
 import { connectionRefused, upstreamSession } from '../ops/metrics.js';
 import type { Config } from '../policy/config-schema.js';
 import { type ConnectionRequest, resolveConnectionRoles } from '../policy/connection-roles.js';
 import type { Principal } from '../policy/principals.js';
-import type { SetLogin } from '../roles/managed-roles.js';
+import type { ManagedRoles, SetLogin } from '../roles/managed-roles.js';
 import { backendKeyData, readyForQuery } from '../wire/backend-encode.js';
 import type { ErrorFields } from '../wire/error-fields.js';
 import { ClientError, fatal, startupFailureFields } from './client-error.js';
@@ -252,7 +253,14 @@ export abstract class ConnectingSession {
       resolution.viewer,
       // A set login's statements need the grants the sync after a catalog read brings (issue 15:
       // the url login's do not, and do not wait for it).
-      new SessionCatalog(this.ctx.catalogs, database, dbClient, this.log, this.setLogin !== undefined),
+      new SessionCatalog(
+        this.ctx.catalogs,
+        database,
+        dbClient,
+        this.log,
+        this.setLogin !== undefined,
+        setLoginScope(this.ctx.managed, database, this.setLogin?.login.user),
+      ),
       new SearchPathTracker(startPath),
     );
   }
@@ -377,4 +385,14 @@ export abstract class ConnectingSession {
     connectionRefused(fields.code);
     this.terminate(new ClientError(fields));
   }
+}
+
+/** What a set login's grant sync may change (ManagedRoles.pendingScope), for its SessionCatalog; undefined for the url login. */
+function setLoginScope(
+  managed: ManagedRoles,
+  database: string,
+  login: string | undefined,
+): ((catalog: Catalog) => ReadonlySet<number> | undefined) | undefined {
+  if (login === undefined) return undefined;
+  return (catalog) => managed.pendingScope(database, login, catalog);
 }

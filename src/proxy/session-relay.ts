@@ -81,6 +81,7 @@ export function sessionRelay(w: SessionRelayWiring): Relay {
         if (live.settling) await live.settling;
         return catalogs.get(refresh);
       },
+      catalogBeforeGrants: () => (live.settling ? Promise.resolve(undefined) : catalogs.beforeGrants()),
       catalogNow: () => (live.settling ? undefined : catalogs.now()),
       catalogLast: () => (live.settling ? undefined : catalogs.last()),
       inBandCatalog: () => catalogs.readOwn(),

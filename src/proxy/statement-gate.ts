@@ -8,6 +8,7 @@ import { analysisRefusal, decideAnalysis } from './gate-decision.js';
 import type { GateMemo } from './gate-memo.js';
 import { type GateSession, pathsFor } from './gate-session.js';
 import { STALE_CATALOG, stageable, TRANSACTION_CONTROL } from './gate-stages.js';
+import { readsNoneOf } from './grant-independent.js';
 import type { Decider, GateResult } from './statement-plan.js';
 
 /**
@@ -148,6 +149,26 @@ function guarded<T>(f: () => T): T | GateResult {
   }
 }
 
+/**
+ * Issue 15: a set login's statement while the grant sync after a catalog read runs, decided with
+ * that catalog without waiting for the sync when it is a plain read of relations the sync leaves
+ * as they are (grant-independent.ts); undefined when it must wait (or no sync runs).
+ */
+async function beforeGrants(
+  sql: string,
+  session: GateSession,
+  cache: AnalysisCache,
+  decide: Decider,
+  utf8?: Buffer,
+): Promise<GateResult | undefined> {
+  const pending = await session.catalogBeforeGrants?.();
+  if (!pending) return undefined;
+  const { catalog, changed } = pending;
+  const analysis = guarded(() => cache.analyze(sql, { catalog, ...pathsFor(session, catalog) }));
+  if (!('statements' in analysis) || !readsNoneOf(analysis, catalog, changed)) return undefined;
+  return guarded(() => decideAnalysis(analysis, catalog, sql, session, cache, decide, utf8));
+}
+
 /** The gate with catalog loads: the first one, a refresh on an unknown name, an in-band read. */
 async function slowGate(
   sql: string,
@@ -156,6 +177,8 @@ async function slowGate(
   decide: Decider,
   utf8?: Buffer,
 ): Promise<GateResult> {
+  const early = await beforeGrants(sql, session, cache, decide, utf8);
+  if (early) return early;
   let catalog = await session.catalog(false);
   const analyze = (c: Catalog) => guarded(() => cache.analyze(sql, { catalog: c, ...pathsFor(session, c) }));
   let analysis = analyze(catalog);

@@ -83,6 +83,30 @@ export async function syncDatabase(
   }
 }
 
+/**
+ * The user relations (by OID) whose grants the sync of `state` to `catalog` under `config` may
+ * change for `login` (a set login's PostgreSQL name): the scope of the change from the catalog of
+ * the last successful sync (grant-scope.ts), which is what that sync would apply. Undefined when it
+ * cannot be scoped so: no successful sync yet, a failure since, the policy changed, a full sync
+ * due (RESYNC_MS), `login`'s grants not computed on that catalog, or a change grantScope cannot
+ * scope. Issue 15: a set login's statement that reads none of these may run under the grants in
+ * force before that sync has applied. Pure.
+ */
+export function pendingGrantScope(
+  state: DatabaseState,
+  config: Config,
+  login: string,
+  catalog: Catalog,
+): ReadonlySet<number> | undefined {
+  const last = state.synced;
+  if (state.failure || !last || last.key !== String(policyVersion(config))) return undefined;
+  if (Date.now() - last.at >= RESYNC_MS) return undefined;
+  if (last.grants.logins.get(login)?.version !== last.grants.catalog.version) return undefined;
+  if (last.grants.catalog === catalog) return new Set();
+  const s = grantScope(last.grants.catalog, catalog);
+  return 'relations' in s ? s.relations : undefined;
+}
+
 /** What a grant sync (or a new login's grants) of `state` under `config` needs (grant-run.ts). */
 export function grantRunOf(state: DatabaseState, config: Config, deps: SyncDeps): GrantRun {
   return {

@@ -6,7 +6,7 @@ import { databaseIsRuled } from '../policy/database-access.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
 import { checkAction } from '../policy/rule-match.js';
 import { ensureBookkeeping, touchRow, workspaceRows } from './bookkeeping.js';
-import { grantRunOf, syncDatabase } from './database-sync.js';
+import { grantRunOf, pendingGrantScope, syncDatabase } from './database-sync.js';
 import { applyGrants, retryTransient } from './grant-apply.js';
 import { isUnmanagedSchema } from './grant-plan.js';
 import { desiredGrants, grantContext } from './grant-run.js';
@@ -238,6 +238,16 @@ export class ManagedRoles {
         failed(e);
       }
     });
+  }
+
+  /**
+   * The relations whose grants for set login `login` (its PostgreSQL name) a sync of `database`
+   * to `catalog` may change (database-sync.ts pendingGrantScope); undefined when unknown.
+   */
+  pendingScope(database: string, login: string, catalog: Catalog): ReadonlySet<number> | undefined {
+    const state = this.dbs.get(database);
+    const config = this.config;
+    return state && config ? pendingGrantScope(state, config, login, catalog) : undefined;
   }
 
   /**

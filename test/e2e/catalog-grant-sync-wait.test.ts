@@ -95,6 +95,38 @@ describe('the catalog after DDL under roles: managed', () => {
   });
 });
 
+describe('a set login while the grant sync after DDL elsewhere runs', () => {
+  it('reads a table the DDL did not touch at once; its read of the new table waits for the grants', async () => {
+    const t = `${table}_new`;
+    const dba = await proxy.client('dba');
+    const alice = await proxy.client('alice');
+    await alice.query('select 1 from orgs limit 1');
+    const hold = holdSyncs();
+    try {
+      const before = hold.calls.length;
+      await dba.query(`CREATE TABLE ${t} (id int PRIMARY KEY, v text)`);
+      await until(() => hold.calls.length > before, 'the grant sync after CREATE TABLE');
+      // The sync is held: a read that waited for it would not answer before the release below.
+      const orgs = await alice.query('SELECT id, name FROM orgs ORDER BY id LIMIT 1');
+      expect(orgs.rows.length).toBe(1);
+      // Joins and built-in functions of tables the DDL did not touch, the same.
+      const joined = await alice.query(
+        'SELECT count(*)::int AS n FROM orgs o JOIN users u ON u.org_id = o.id WHERE lower(o.name) <> $1',
+        ['x'],
+      );
+      expect(joined.rows[0].n).toBeGreaterThan(0);
+      // The new table: without its grants Postgres would answer 42501; it waits for them instead.
+      const pending = alice.query(`SELECT id, v FROM ${t}`);
+      hold.release();
+      expect((await pending).rows).toEqual([]);
+    } finally {
+      hold.restore();
+      await dba.query(`DROP TABLE IF EXISTS ${t}`).catch(() => undefined);
+      await Promise.all([dba.end(), alice.end()]);
+    }
+  });
+});
+
 describe('DDL of a url login and the grant sync, serialized', () => {
   it('CREATE, INSERT, ALTER, DROP of one table in a row, 40 times, while a set login is known: never "tuple concurrently updated"', {
     timeout: 180_000,
