@@ -101,14 +101,16 @@ async function held(): Promise<string[]> {
 }
 
 /**
- * Runs `ddl` as dba, then a statement as alice (which waits for the sync after the catalog read);
+ * Runs `ddl` as dba, then a statement as alice that waits for the sync after the catalog read;
  * returns what the set logins hold then, after checking that a full sync changes nothing.
  */
 async function afterDdl(ddl: string): Promise<string[]> {
   const syncs = logLines.length;
   await dba.query(ddl);
   const alice = await proxy.client('alice');
-  await alice.query('select 1 from orgs limit 1');
+  // A volatile function: a read that waits for the grant sync after the catalog read (a plain
+  // read of tables the DDL did not touch would not, grant-independent.ts).
+  await alice.query('select random() from orgs limit 1');
   await alice.end();
   const scoped = await held();
   const events = logLines.slice(syncs).filter((l) => l.event === 'grant-sync');
