@@ -14,6 +14,7 @@ import {
   DEFAULT_TIMEOUTS,
 } from './catalog-connection.js';
 import { CatalogProbes, type ProbeResult } from './catalog-probe.js';
+import { CommitFence, LOCK_PROBE_SQL, type LockProbe } from './commit-fence.js';
 
 export { type CatalogTimeouts, CatalogUnavailable } from './catalog-connection.js';
 
@@ -73,6 +74,8 @@ export class CatalogSource {
   private readonly generations = new Map<string, number>();
   private readonly timeouts: CatalogTimeouts;
   private closed = false;
+  /** The commit fence of this process's sessions (commit-fence.ts). */
+  readonly fence: CommitFence;
 
   /**
    * @param ttlMs how long a catalog is served before it is read again in full, in milliseconds.
@@ -90,6 +93,7 @@ export class CatalogSource {
     timeouts: Partial<CatalogTimeouts> = {},
   ) {
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...timeouts };
+    this.fence = new CommitFence(log);
   }
 
   /** The invalidation count of `database` (DDL through pgwarden anywhere, refreshes). */
@@ -369,6 +373,25 @@ export class CatalogSource {
       read: () => this.getRead(database, url),
     };
     return this.probes.probe(database, target, timeoutMs);
+  }
+
+  /**
+   * The commit fence's probe of `database`'s locks (commit-fence.ts LOCK_PROBE_SQL), on its catalog
+   * connection (outside the committing transaction). Rejects with pg's error.
+   */
+  lockProbe(database: string, url: string | pg.ClientConfig): LockProbe {
+    return async (pid, pids) => {
+      const client = await (this.state(database, url) as DbState).conn.client();
+      const r = await client.query<{ locked: string[]; blockers: [number, number[]][] }>(LOCK_PROBE_SQL, [
+        pid,
+        pids,
+      ]);
+      const row = r.rows[0];
+      return {
+        locked: (row?.locked ?? []).map(Number),
+        blockers: new Map((row?.blockers ?? []).map(([p, b]) => [p, b])),
+      };
+    };
   }
 
   private async read(st: DbState, version: number, base: Catalog | undefined): Promise<Catalog> {

@@ -115,6 +115,25 @@ export abstract class RelayCore extends UpstreamWriteRelay {
   stop(): void {
     this.closed = true;
     this.retained.close();
+    this.o.fence?.close();
+  }
+
+  /** Set when the commit fence canceled this session's statement: its 57014 is reported as the fence's (commit-fence.ts). */
+  fenceCanceled = false;
+
+  /** OIDs of the relations named by the statements sent and not yet answered (the commit fence's view of this session). */
+  inFlightRelations(): Set<number> {
+    const out = new Set<number>();
+    const add = (p: StatementPlan | null): void => {
+      for (const b of p?.statement.bindings?.relations ?? []) if (b.kind === 'relation') out.add(b.oid);
+    };
+    this.expects.some((e) => {
+      if (e.t === 'query') for (const p of e.plans) add(p);
+      else if (e.t === 'execute' || e.t === 'describe') add(e.plan);
+      else if (e.t === 'parse') add(e.entry.plan);
+      return false;
+    });
+    return out;
   }
 
   /** Set by {@link ignoreClient}: the client's further messages are dropped unread. */
@@ -242,8 +261,16 @@ export abstract class RelayCore extends UpstreamWriteRelay {
       return undefined;
     }
     if (!(r instanceof Promise)) return this.gated(sql, ctx, r, allowed, refuse, begun);
+    // A commit fence raised while the gate waited (commit-fence.ts): its decision may be of the
+    // catalog before that COMMIT, so it is made again once the fence is down.
+    const epoch = this.o.fence?.epoch();
     return r.then(
-      (x) => this.gated(sql, ctx, x, allowed, refuse, begun),
+      (x) => {
+        if (epoch === this.o.fence?.epoch()) return this.gated(sql, ctx, x, allowed, refuse, begun);
+        return (this.o.fence?.held() ?? Promise.resolve()).then(() =>
+          this.withGate(sql, ctx, allowed, refuse, utf8),
+        );
+      },
       (e: unknown) => refuse.call(this, this.catalogFailure(e)),
     );
   }

@@ -15,6 +15,7 @@ import {
   decodeParse,
 } from '../wire/frontend.js';
 import { parse as encodeParse, flush } from '../wire/frontend-encode.js';
+import { FENCE_CANCEL_SQLSTATE, FENCE_TIMEOUT_MESSAGE } from './commit-fence.js';
 import { type Expect, MapUndo, type PortalEntry, type PreparedEntry } from './expected-replies.js';
 import { cursorPlan } from './gate-decision.js';
 import { textToKeep } from './plan-audit.js';
@@ -340,8 +341,64 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
     // DDL executed again, must not race the sync's GRANTs on the same catalog rows).
     const wait = portal.plan?.changesCatalog ? this.o.gateSession.manageReady?.() : undefined;
     if (wait) return wait.then(() => this.sendExecute(f.bytes, 0, f.bytes.length, portal));
+    if (this.o.fence && portal.plan && commits(portal.plan)) return this.fencedExecute(f, portal);
     this.sendExecute(f.bytes, 0, f.bytes.length, portal);
     return undefined;
+  }
+
+  /**
+   * An Execute of a COMMIT: when its transaction changed the catalog (DDL run, or sent earlier in
+   * this batch, whose replies are then waited for after a Flush), it goes once the commit fence is
+   * up and no statement of another session waits on the transaction's locks (commit-fence.ts);
+   * refused with 40001 when some did not end in time.
+   */
+  private async fencedExecute(f: Frame, portal: PortalEntry): Promise<void> {
+    if (!(await this.ddlAnswered())) return;
+    if (this.o.fence?.needed() && !(await this.o.fence.raise())) {
+      this.refuseExtended({ sqlstate: FENCE_CANCEL_SQLSTATE, message: FENCE_TIMEOUT_MESSAGE });
+      return;
+    }
+    this.sendExecute(f.bytes, 0, f.bytes.length, portal);
+  }
+
+  /**
+   * A Sync outside a transaction block after DDL in its batch: it commits the implicit
+   * transaction, so it goes once the commit fence is up (as fencedExecute); refused with 40001
+   * (the batch fails, nothing is committed) when statements waiting on its locks did not end.
+   */
+  protected async fencedSync(f: Frame): Promise<void> {
+    if ((await this.ddlAnswered()) && this.o.fence?.needed() && !(await this.o.fence.raise())) {
+      this.startBatch();
+      this.refuseExtended({ sqlstate: FENCE_CANCEL_SQLSTATE, message: FENCE_TIMEOUT_MESSAGE });
+    }
+    this.sendSync(f);
+  }
+
+  /** A Sync: skipping ends, the batch closes, its ReadyForQuery is expected, and it goes up as it came. */
+  protected sendSync(f: Frame): void {
+    this.skipping = false;
+    this.startBatch();
+    this.batchOpen = false;
+    this.expects.push({ t: 'sync' });
+    this.send(f.bytes);
+  }
+
+  /** An Execute that may change the catalog is in flight (sent, not answered). */
+  protected ddlInFlight(): boolean {
+    return this.expects.some((e) => e.t === 'execute' && e.plan?.changesCatalog === true);
+  }
+
+  /**
+   * Waits (after a Flush, so the upstream sends them) for the replies of the Executes of DDL in
+   * flight, as long as the DDL itself runs upstream: resolves false when it failed (the upstream
+   * now skips to Sync) or the session closed.
+   */
+  private async ddlAnswered(): Promise<boolean> {
+    if (!this.ddlInFlight()) return true;
+    // Sent with the batch: drain uncorks once the caller has returned its promise.
+    this.send(flush());
+    while (this.ddlInFlight() && !this.closed) await new Promise((r) => setTimeout(r, 5));
+    return !this.skipping && !this.closed;
   }
 
   /** An Execute (its message: `bytes[start, end)`) of `portal`, decided: its replies are expected, and it goes up as it came. */

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { AnalysisCache } from '../sql/analyze.js';
 import type { ErrorFields } from '../wire/error-fields.js';
 import type { AuditLog } from './audit.js';
+import type { SessionFence } from './commit-fence.js';
 import type { GateSession } from './gate-session.js';
 import type { MemoryBudget } from './memory-budget.js';
 import type { RetainedStatements } from './retained-statements.js';
@@ -48,4 +49,6 @@ export interface RelayOptions {
   /** Ends the session with a FATAL (or quietly). */
   readonly terminate: (fatal?: ErrorFields) => void;
   readonly onTransactionStatus: (status: 'I' | 'T' | 'E') => void;
+  /** The commit fence (commit-fence.ts); absent: none (unit tests of the relay). */
+  readonly fence?: SessionFence;
 }

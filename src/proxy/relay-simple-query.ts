@@ -7,8 +7,9 @@ import type { Frame } from '../wire/framer.js';
 import { decodeQuery } from '../wire/frontend.js';
 import { query as encodeQuery } from '../wire/frontend-encode.js';
 import { blankCodePoints, sliceCodePoints } from './code-points.js';
+import { FENCE_CANCEL_SQLSTATE, FENCE_TIMEOUT_MESSAGE } from './commit-fence.js';
 import type { Expect } from './expected-replies.js';
-import { blockAfterHead } from './gate-stages.js';
+import { blockAfterHead, TRANSACTION_CONTROL } from './gate-stages.js';
 import { textToKeep } from './plan-audit.js';
 import { commits, ResultRelay } from './relay-results.js';
 import { gate } from './statement-gate.js';
@@ -51,10 +52,24 @@ export abstract class SimpleQueryRelay extends ResultRelay {
    * creates runs in stages.
    */
   protected queryAllowed(
-    q: { bytes: Buffer; start: number; end: number; sql: string; started: number },
+    q: { bytes: Buffer; start: number; end: number; sql: string; started: number; fenced?: boolean },
     result: GateResult & { ok: true },
   ): Promise<void> | undefined {
     const { sql, started } = q;
+    const fence = this.o.fence;
+    if (fence && !this.extendedOpen && this.status !== 'E') {
+      // The commit fence (commit-fence.ts): a COMMIT of a transaction that changed the catalog
+      // goes once the statements waiting on its locks are canceled; DDL goes up apart from a
+      // COMMIT after it, and gets a COMMIT of pgwarden's own when it has none (autocommit).
+      const ddlCut = fencingCut(result.plans, this.status);
+      if (ddlCut !== undefined) return this.inParts(sql, ddlCut, started);
+    }
+    if (fence && !this.extendedOpen && this.status !== 'E' && result.rest === undefined) {
+      if (this.status === 'I' && autocommitFenced(sql, result.plans))
+        return this.staged(result.plans, sql, result.sent?.text ?? sql, undefined, started);
+      if (!q.fenced && this.status === 'T' && result.plans.some(commits) && fence.needed())
+        return this.fencedCommit({ ...q, fenced: true }, result);
+    }
     if (result.rest !== undefined && result.head !== undefined) {
       const sent = result.sent?.text ?? result.head;
       // In a failed transaction Postgres runs nothing of the string (25P02): neither do stages.
@@ -124,7 +139,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     plans0: readonly StatementPlan[],
     head0: string,
     sent0: string,
-    rest0: string,
+    rest0: string | undefined,
     started: number,
   ): Promise<void> {
     const inTx = this.status === 'T';
@@ -152,6 +167,8 @@ export abstract class SimpleQueryRelay extends ResultRelay {
       sent = r.sent?.text ?? text;
       rest = r.rest;
     }
+    // The commit fence: pgwarden's COMMIT of DDL goes once what waits on its locks is canceled.
+    if (!inTx && this.o.fence?.needed() && !(await this.o.fence.raise())) return this.fenceRefused();
     this.batchOpen = false;
     this.finish(inTx ? `RELEASE SAVEPOINT ${STRING_SAVEPOINT}` : 'COMMIT');
     if (inTx) paths.completed([{ kind: 'release', name: STRING_SAVEPOINT }]);
@@ -223,6 +240,27 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     }
     const bytes = encodeQuery(rest);
     return this.queryAllowed({ bytes, start: 0, end: bytes.length, sql: rest, started }, next);
+  }
+
+  /**
+   * A COMMIT (`q`, decided: `result`) of a transaction that changed the catalog: sent once the
+   * commit fence is up and no statement of another session waits on this transaction's locks
+   * (commit-fence.ts); refused when some did not end in time.
+   */
+  private async fencedCommit(
+    q: { bytes: Buffer; start: number; end: number; sql: string; started: number; fenced?: boolean },
+    result: GateResult & { ok: true },
+  ): Promise<void> {
+    if (!(await this.o.fence?.raise())) return this.fenceRefused();
+    return this.queryAllowed(q, result);
+  }
+
+  /** The commit fence could not clear the way for a COMMIT: the transaction is rolled back, the COMMIT answered 40001. */
+  private async fenceRefused(): Promise<void> {
+    this.batchOpen = false;
+    await this.internal('ROLLBACK');
+    this.o.gateSession.paths.completed([{ kind: 'rollback' }]);
+    this.refuseSimple({ sqlstate: FENCE_CANCEL_SQLSTATE, message: FENCE_TIMEOUT_MESSAGE });
   }
 
   /**
@@ -328,4 +366,65 @@ function publishingCut(plans: readonly StatementPlan[], status: 'I' | 'T' | 'E')
   if (k < 0 || k >= plans.length - 1) return undefined;
   if (status !== 'T' && !plans.slice(0, k + 1).some((p) => p.changesCatalog)) return undefined;
   return plans[k + 1]?.statement.location;
+}
+
+/**
+ * Where a decided string is cut so that its COMMIT goes up apart from the DDL before it (the commit
+ * fence runs between them, commit-fence.ts): the code-point offset of the first COMMIT when a
+ * statement before it may change the catalog and the transaction it ends is an explicit block (one
+ * open already, `status` 'T', or a BEGIN before it: cut apart from an implicit one, the DDL would
+ * commit on its own); else undefined.
+ */
+function fencingCut(plans: readonly StatementPlan[], status: 'I' | 'T' | 'E'): number | undefined {
+  const k = plans.findIndex(commits);
+  if (k <= 0) return undefined;
+  const before = plans.slice(0, k);
+  if (!before.some((p) => p.changesCatalog)) return undefined;
+  if (status !== 'T' && !before.some((p) => p.effects.some((e) => e.kind === 'begin'))) return undefined;
+  return plans[k]?.statement.location;
+}
+
+/**
+ * Statements that cannot run inside a transaction block (PreventInTransactionBlock), run their own
+ * transactions (CALL, DO), or read from the client (COPY): a string with one is not wrapped in
+ * pgwarden's BEGIN … COMMIT.
+ */
+const NOT_IN_BLOCK = new Set([
+  'VacuumStmt',
+  'CreatedbStmt',
+  'DropdbStmt',
+  'AlterSystemStmt',
+  'CreateTableSpaceStmt',
+  'DropTableSpaceStmt',
+  'ReindexStmt',
+  'ClusterStmt',
+  'CreateSubscriptionStmt',
+  'AlterSubscriptionStmt',
+  'DropSubscriptionStmt',
+  'AlterDatabaseStmt',
+  'CallStmt',
+  'DoStmt',
+  'CopyStmt',
+  'TransactionStmt',
+  'DiscardStmt',
+  'LockStmt',
+]);
+
+/**
+ * Whether a string run outside a transaction block (its statements autocommit, or one implicit
+ * transaction) changes the catalog and is run in pgwarden's own BEGIN … COMMIT instead, so that
+ * its COMMIT passes the commit fence: it has a statement that may change the catalog, none that
+ * controls a transaction, none of NOT_IN_BLOCK, and no CONCURRENTLY.
+ */
+function autocommitFenced(sql: string, plans: readonly StatementPlan[]): boolean {
+  if (!plans.some((p) => p.changesCatalog)) return false;
+  return plans.every(
+    (p) =>
+      !NOT_IN_BLOCK.has(p.statement.nodeType) &&
+      !p.effects.some((e) => TRANSACTION_CONTROL.has(e.kind)) &&
+      !(
+        p.changesCatalog &&
+        /concurrently/i.test(sliceCodePoints(sql, p.statement.location, p.statement.length))
+      ),
+  );
 }

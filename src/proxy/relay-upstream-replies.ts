@@ -4,6 +4,7 @@ import { decodeParameterStatus, decodeReadyForQuery } from '../wire/backend.js';
 import { BackendCode } from '../wire/codes.js';
 import { decodeErrorResponse, errorResponse, noticeResponse } from '../wire/error-fields.js';
 import type { Frame, MessageFramer } from '../wire/framer.js';
+import { FENCE_CANCEL_MESSAGE, FENCE_CANCEL_SQLSTATE } from './commit-fence.js';
 import {
   raisedByCode,
   redactError,
@@ -258,6 +259,11 @@ export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
     if (this.discarding) return null;
     let redact = plan?.redact || (head?.t === 'query' && head.plans.some((p) => p.redact));
     let fields = decodeErrorResponse(f.payload);
+    // The commit fence canceled this statement (commit-fence.ts): say so, and that it may be retried.
+    if (this.fenceCanceled && fields.code === '57014') {
+      this.fenceCanceled = false;
+      return errorResponse({ severity: 'ERROR', code: FENCE_CANCEL_SQLSTATE, message: FENCE_CANCEL_MESSAGE });
+    }
     if (this.o.secondWall && fields.code === '42501' && fields.message.startsWith('permission denied'))
       return errorResponse(secondWallRefusal(fields));
     const sent = plan?.sent ?? (head?.t === 'query' ? head.plans.find((p) => p.sent)?.sent : undefined);

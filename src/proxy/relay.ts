@@ -151,8 +151,29 @@ export class Relay extends SteadyRequestsRelay {
   // Client → upstream
   // ---------------------------------------------------------------------------------------------
 
+  /** Client bytes that arrived while another session's commit fence held this one (commit-fence.ts). */
+  private fenced: Buffer[] | undefined;
+
   private fromClient(chunk: Buffer): void {
     if (this.ignoringClient) return;
+    if (this.fenced) {
+      this.fenced.push(chunk);
+      return;
+    }
+    // Another session's COMMIT of DDL is being fenced: this one's messages wait, unread, until
+    // its ReadyForQuery has published the change (then they are decided under the new catalog).
+    const held = this.o.fence?.held();
+    if (held) {
+      this.fenced = [chunk];
+      this.o.client.pause();
+      void held.then(() => {
+        const chunks = this.fenced ?? [];
+        this.fenced = undefined;
+        if (!this.ignoringClient) this.o.client.resume();
+        for (const c of chunks) this.fromClient(c);
+      });
+      return;
+    }
     // The steady state: statements the session's memo decided go up as they came (relay-steady-requests.ts).
     if (this.clientHold.idle) {
       let at: number;
@@ -203,7 +224,9 @@ export class Relay extends SteadyRequestsRelay {
         const frame = this.inbox.shift() as Frame;
         let pending: Promise<void> | undefined;
         try {
-          pending = this.handleClient(frame);
+          // Messages queued before another session's commit fence went up wait for it too.
+          const held = this.o.fence?.held();
+          pending = held ? held.then(() => this.afterFence(frame)) : this.handleClient(frame);
         } catch (e) {
           if (!(e instanceof ProtocolError)) throw e;
           this.malformed(frame, e);
@@ -233,6 +256,17 @@ export class Relay extends SteadyRequestsRelay {
     if (up.writableNeedDrain) {
       this.o.client.pause();
       up.once('drain', () => !this.ignoringClient && this.o.client.resume());
+    }
+  }
+
+  /** handleClient of a message that waited for a commit fence (a malformed one answered as in drain). */
+  private afterFence(frame: Frame): Promise<void> | undefined {
+    try {
+      return this.handleClient(frame);
+    } catch (e) {
+      if (!(e instanceof ProtocolError)) throw e;
+      this.malformed(frame, e);
+      return undefined;
     }
   }
 
@@ -305,11 +339,15 @@ export class Relay extends SteadyRequestsRelay {
         return undefined;
       case FrontendCode.Sync:
         decodeEmpty(f.payload, 'Sync');
-        this.skipping = false;
-        this.startBatch();
-        this.batchOpen = false;
-        this.expects.push({ t: 'sync' });
-        this.send(f.bytes);
+        // The Sync that commits an implicit transaction with DDL passes the commit fence first.
+        if (
+          this.o.fence &&
+          this.status === 'I' &&
+          !this.skipping &&
+          (this.o.fence.needed() || this.ddlInFlight())
+        )
+          return this.fencedSync(f);
+        this.sendSync(f);
         return undefined;
       case FrontendCode.Flush:
         decodeEmpty(f.payload, 'Flush');

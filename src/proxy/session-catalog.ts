@@ -7,6 +7,7 @@ import { parseSearchPathText } from '../sql/search-path-text.js';
 import type { TransactionStatus } from '../wire/backend.js';
 import { type CatalogSource, CatalogUnavailable } from './catalog-source.js';
 import { fatal } from './client-error.js';
+import type { CommitFence, LockProbe } from './commit-fence.js';
 
 /** The shortest time between two catalog reads forced by unknown names (ms). */
 export const CATALOG_REFRESH_MIN_MS = 1000;
@@ -162,6 +163,16 @@ export class SessionCatalog {
       timer = setTimeout(resolve, MANAGE_WAIT_MS);
     });
     return Promise.race([sync, bound]).finally(() => clearTimeout(timer));
+  }
+
+  /** Whether the session's transaction changed the catalog (DDL since it began): its COMMIT raises the commit fence. */
+  get changesPending(): boolean {
+    return this.changed || this.changedInTx;
+  }
+
+  /** The commit fence of this process's sessions (commit-fence.ts) and its lock probe of this database. */
+  commitFence(): { readonly fence: CommitFence; readonly probe: LockProbe } {
+    return { fence: this.catalogs.fence, probe: this.catalogs.lockProbe(this.database, this.dbClient) };
   }
 
   /** DDL or an origin mismatch: the own catalog is dropped, the shared one read again once the transaction ends. */

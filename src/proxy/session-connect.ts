@@ -319,6 +319,7 @@ export abstract class ConnectingSession {
       catalogs,
       paths,
       maxMessageBytes: config.limits.max_message_bytes,
+      cancelUpstream: () => this.upstreamControl?.cancel() ?? Promise.resolve(),
       terminate: (f) => this.terminate(f ? new ClientError(f) : undefined),
       // After the ReadyForQuery has been written: a draining session closes between statements.
       afterReadyForQuery: () => {

@@ -3,6 +3,7 @@ import type net from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../policy/config-schema.js';
 import type { ErrorFields } from '../wire/error-fields.js';
+import type { FencedSession } from './commit-fence.js';
 import type { SqlPrepared } from './gate-session.js';
 import { Relay } from './relay.js';
 import { RetainedStatements, retainedCost } from './retained-statements.js';
@@ -37,6 +38,8 @@ export interface SessionRelayWiring {
   readonly catalogs: SessionCatalog;
   readonly paths: SearchPathTracker;
   readonly maxMessageBytes: number;
+  /** Sends the upstream CancelRequest of this session's backend (the commit fence's cancel); never rejects. */
+  readonly cancelUpstream: () => Promise<void>;
   /** Ends the session with the FATAL (when given). */
   readonly terminate: (fatal: ErrorFields | undefined) => void;
   /** Called after each ReadyForQuery has been written to the client. */
@@ -53,6 +56,21 @@ export function sessionRelay(w: SessionRelayWiring): Relay {
   const { ctx, catalogs, live } = w;
   // Prepared statements of both levels count against the memory budget while kept (issue 16 item 2).
   const retained = new RetainedStatements(ctx.memory);
+  // The commit fence (commit-fence.ts): this session as it sees it, registered until it stops.
+  const { fence, probe } = catalogs.commitFence();
+  const db = w.database;
+  const fenced: FencedSession = {
+    backendPid: w.upstream.processId,
+    get busy() {
+      return relay.busy;
+    },
+    inFlightRelations: () => relay.inFlightRelations(),
+    cancelForFence: () => {
+      relay.fenceCanceled = true;
+      void w.cancelUpstream();
+    },
+  };
+  const unregister = fence.register(db, fenced);
   const relay = new Relay({
     client: w.client,
     upstream: w.upstream,
@@ -98,7 +116,17 @@ export function sessionRelay(w: SessionRelayWiring): Relay {
     terminate: w.terminate,
     onTransactionStatus: (status) => {
       catalogs.transactionStatus(status);
+      // A COMMIT's ReadyForQuery: its change is published, the sessions it held go on.
+      fence.lower(db, fenced);
       w.afterReadyForQuery();
+    },
+    fence: {
+      held: () => fence.held(db, fenced),
+      epoch: () => fence.epoch(db),
+      needed: () => catalogs.changesPending,
+      raise: () => fence.raise(db, fenced, probe),
+      lower: () => fence.lower(db, fenced),
+      close: unregister,
     },
   });
   catalogs.relay = relay;
