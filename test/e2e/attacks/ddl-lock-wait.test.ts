@@ -38,10 +38,11 @@ type How = 'block' | 'extended-commit' | 'one-string' | 'autocommit' | 'extended
  * dba redefines `view` (name → users.ssn) while alice's `select name from view` waits upstream on
  * the view's lock; dba commits. Returns alice's rows (names) or her error's SQLSTATE, and what she
  * reads afterwards. `block`: BEGIN and CREATE OR REPLACE in one Query, COMMIT in another;
- * `extended-commit`: the COMMIT as Parse/Bind/Execute/Sync; `one-string`: BEGIN, the redefinition
- * and COMMIT in one Query, `autocommit`: the redefinition alone, and `extended-autocommit`: it
- * alone as Parse/Bind/Execute/Sync; these three are made to wait first on the owner's lock on the
- * view, so that alice's statement queues behind dba's.
+ * `extended-commit`: the COMMIT as Parse/Bind/Execute/Sync; `one-string`: BEGIN, the
+ * redefinition, COMMIT and a read of the view in one Query (run in stages); `autocommit`: the
+ * redefinition alone; `extended-autocommit`: it alone as Parse/Bind/Execute/Sync. The last three
+ * are made to wait first on the owner's lock on the view, so that alice's statement queues behind
+ * dba's.
  */
 async function readDuringRedefinition(
   fx: ProxyFixture<'alice' | 'dba'>,
@@ -78,7 +79,7 @@ async function readDuringRedefinition(
     // The owner holds the view: dba's redefinition waits, and alice's read queues behind it.
     await fx.owner.query('begin');
     await fx.owner.query(`select * from ${view} limit 0`);
-    const sql = how === 'one-string' ? `begin; ${redefine}; commit` : `${redefine}`;
+    const sql = how === 'one-string' ? `begin; ${redefine}; commit; select count(*) from ${view}` : redefine;
     const raw = how === 'extended-autocommit' ? await fx.raw('dba') : undefined;
     raw?.write(Buffer.concat([parse('', redefine), bind({}), execute(), sync()]));
     const dba = raw ? raw.untilReady(60_000).then(errorCodes) : fx.users.dba.query(sql).then(() => []);
