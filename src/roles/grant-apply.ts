@@ -45,17 +45,75 @@ export async function applyGrants(
 ): Promise<number> {
   const statements = grantDiff(role, held, desired, catalog);
   if (statements.length === 0) return 0;
+  return applyInMessage(c, [{ role, statements }], '', log);
+}
+
+/** One role's grant difference to apply ({@link applyGrantsAndCommit}). */
+export interface RoleGrants {
+  readonly role: string;
+  readonly held: HeldPrivileges;
+  readonly desired: ReadonlySet<PrivilegeKey>;
+}
+
+/**
+ * {@link applyGrants} for each of `changes`, then COMMIT of the caller's transaction, in one round
+ * trip: every role's statements in one message under one savepoint, COMMIT at its end (COMMIT alone
+ * when nothing changes). When one fails because its object is gone, one statement at a time as
+ * applyGrants does, then COMMIT. Output: how many statements were applied. Rejects with any other
+ * server error (the transaction has then failed: the caller rolls back).
+ */
+export async function applyGrantsAndCommit(
+  c: pg.ClientBase,
+  changes: readonly RoleGrants[],
+  catalog: Catalog | undefined,
+  log: Logger,
+): Promise<number> {
+  const diffs = changes
+    .map((x) => ({ role: x.role, statements: grantDiff(x.role, x.held, x.desired, catalog) }))
+    .filter((x) => x.statements.length > 0);
+  if (diffs.length === 0) {
+    await c.query('COMMIT');
+    return 0;
+  }
+  return applyInMessage(c, diffs, ';\nCOMMIT', log);
+}
+
+/**
+ * The statements of `diffs` in one message under the savepoint `pgwarden_grants`, `tail` (`''`, or
+ * `;\nCOMMIT`) after its release; when one fails because its object is gone, back to the savepoint
+ * and one statement at a time, then `tail`. Output: how many were applied.
+ */
+async function applyInMessage(
+  c: pg.ClientBase,
+  diffs: readonly { role: string; statements: readonly string[] }[],
+  tail: string,
+  log: Logger,
+): Promise<number> {
+  const all = diffs.flatMap((x) => x.statements);
   // One round trip: the savepoint, the statements and its release in one message (an error stops
   // the message there; the savepoint made before it is rolled back to).
   try {
     await c.query(
-      `SAVEPOINT pgwarden_grants;\n${statements.join(';\n')};\nRELEASE SAVEPOINT pgwarden_grants`,
+      `SAVEPOINT pgwarden_grants;\n${all.join(';\n')};\nRELEASE SAVEPOINT pgwarden_grants${tail}`,
     );
-    return statements.length;
+    return all.length;
   } catch (e) {
     if (!GONE.has((e as { code?: string }).code ?? '')) throw e;
     await c.query('ROLLBACK TO SAVEPOINT pgwarden_grants');
   }
+  let applied = 0;
+  for (const d of diffs) applied += await oneByOne(c, d.role, d.statements, log);
+  await c.query(`RELEASE SAVEPOINT pgwarden_grants${tail}`);
+  return applied;
+}
+
+/** `statements` of `role` one at a time, each under a savepoint, skipping those whose object is gone (logged). */
+async function oneByOne(
+  c: pg.ClientBase,
+  role: string,
+  statements: readonly string[],
+  log: Logger,
+): Promise<number> {
   let applied = 0;
   for (const sql of statements) {
     await c.query('SAVEPOINT pgwarden_grant');
@@ -69,6 +127,5 @@ export async function applyGrants(
       log.info({ event: 'grant-skipped', role, sql, err: (e as Error).message }, 'object gone');
     }
   }
-  await c.query('RELEASE SAVEPOINT pgwarden_grants');
   return applied;
 }

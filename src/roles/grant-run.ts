@@ -6,7 +6,7 @@ import type { Config } from '../policy/config-schema.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
 import { loadParser, majorOfServerVersion } from '../sql/parser.js';
 import { ROLES_LOCK_SQL, type SetLoginRow } from './bookkeeping.js';
-import { applyGrants } from './grant-apply.js';
+import { applyGrantsAndCommit, type RoleGrants } from './grant-apply.js';
 import {
   derivedGrants,
   isUnmanagedSchema,
@@ -185,19 +185,26 @@ export async function syncAllGrants(
     ([r, oid]) => [managedRoleName(run.workspace || undefined, r), oid] as const,
   );
   const roleOids = roles.map(([, oid]) => oid);
-  await inTransaction(c, loginsAndHeldSql(rows, rows, roleOids), async (results) => {
-    const { oids, held } = loginsAndHeld(results, roleOids);
-    for (const row of rows) {
-      const oid = oids.get(row.login);
-      if (oid === undefined) continue;
-      const d = desiredGrants(run, row.roles, catalog, ctx);
-      outcome.changes += await apply(c, run, row.login, held.get(oid), d.keys, catalog);
-      logins.set(row.login, { version: catalog.version, flags: d.flags });
-      outcome.logins++;
-    }
-    for (const [name, oid] of roles)
-      outcome.changes += await apply(c, run, name, held.get(oid), new Set(), catalog);
-  });
+  outcome.changes = await inTransaction(
+    c,
+    run,
+    catalog,
+    loginsAndHeldSql(rows, rows, roleOids),
+    async (results) => {
+      const { oids, held } = loginsAndHeld(results, roleOids);
+      const changes: RoleGrants[] = [];
+      for (const row of rows) {
+        const oid = oids.get(row.login);
+        if (oid === undefined) continue;
+        const d = desiredGrants(run, row.roles, catalog, ctx);
+        changes.push(change(row.login, held.get(oid), d.keys));
+        logins.set(row.login, { version: catalog.version, flags: d.flags });
+        outcome.logins++;
+      }
+      for (const [name, oid] of roles) changes.push(change(name, held.get(oid), new Set()));
+      return changes;
+    },
+  );
   return { outcome, synced: { catalog, defaults: ctx.defaults, ungrantable: ctx.ungrantable, logins } };
 }
 
@@ -251,32 +258,39 @@ export async function syncScopedGrants(
   const whole = rows.filter((r) => !scoped.includes(r));
   // One round trip to start: BEGIN, the roles lock, the logins' OIDs and what the scoped ones and
   // the workspace roles hold within the scope.
-  await inTransaction(c, loginsAndHeldSql(rows, scoped, roleOids, heldScope), async (results) => {
-    const { oids, held } = loginsAndHeld(results, roleOids);
-    for (const row of scoped) {
-      const oid = oids.get(row.login);
-      if (oid === undefined) continue;
-      const others = new Map(logins.get(row.login)?.flags);
-      for (const x of scope) others.delete(x);
-      const d = desiredGrants(run, row.roles, catalog, { defaults, ungrantable }, inScope, others);
-      const keys = new Set([...d.keys].filter(within));
-      outcome.changes += await apply(c, run, row.login, held.get(oid), keys, catalog);
-      logins.set(row.login, { version: catalog.version, flags: d.flags });
-      outcome.logins++;
-    }
-    const wholeOids = whole.flatMap((r) => oids.get(r.login) ?? []);
-    const all = wholeOids.length > 0 ? await readHeldPrivilegesOf(c, wholeOids) : new Map();
-    for (const row of whole) {
-      const oid = oids.get(row.login);
-      if (oid === undefined) continue;
-      const d = desiredGrants(run, row.roles, catalog, { defaults, ungrantable });
-      outcome.changes += await apply(c, run, row.login, all.get(oid), d.keys, catalog);
-      logins.set(row.login, { version: catalog.version, flags: d.flags });
-      outcome.logins++;
-    }
-    for (const [name, oid] of roles)
-      outcome.changes += await apply(c, run, name, held.get(oid), new Set(), catalog);
-  });
+  outcome.changes = await inTransaction(
+    c,
+    run,
+    catalog,
+    loginsAndHeldSql(rows, scoped, roleOids, heldScope),
+    async (results) => {
+      const { oids, held } = loginsAndHeld(results, roleOids);
+      const changes: RoleGrants[] = [];
+      for (const row of scoped) {
+        const oid = oids.get(row.login);
+        if (oid === undefined) continue;
+        const others = new Map(logins.get(row.login)?.flags);
+        for (const x of scope) others.delete(x);
+        const d = desiredGrants(run, row.roles, catalog, { defaults, ungrantable }, inScope, others);
+        const keys = new Set([...d.keys].filter(within));
+        changes.push(change(row.login, held.get(oid), keys));
+        logins.set(row.login, { version: catalog.version, flags: d.flags });
+        outcome.logins++;
+      }
+      const wholeOids = whole.flatMap((r) => oids.get(r.login) ?? []);
+      const all = wholeOids.length > 0 ? await readHeldPrivilegesOf(c, wholeOids) : new Map();
+      for (const row of whole) {
+        const oid = oids.get(row.login);
+        if (oid === undefined) continue;
+        const d = desiredGrants(run, row.roles, catalog, { defaults, ungrantable });
+        changes.push(change(row.login, all.get(oid), d.keys));
+        logins.set(row.login, { version: catalog.version, flags: d.flags });
+        outcome.logins++;
+      }
+      for (const [name, oid] of roles) changes.push(change(name, held.get(oid), new Set()));
+      return changes;
+    },
+  );
   return { outcome, synced: { catalog, defaults, ungrantable, logins } };
 }
 
@@ -288,26 +302,28 @@ function mergeUngrantable(base: Ungrantable, scope: ReadonlySet<number>, fresh: 
   return { relations, schemas: fresh.schemas };
 }
 
-function apply(
-  c: pg.ClientBase,
-  run: GrantRun,
+/** What `role` gets: from `held` (nothing when undefined) to `desired`. */
+function change(
   role: string,
   held: HeldPrivileges | undefined,
   desired: ReadonlySet<PrivilegeKey>,
-  catalog: Catalog,
-): Promise<number> {
-  return applyGrants(c, role, held ?? { keys: new Set(), relations: new Map() }, desired, catalog, run.log);
+): RoleGrants {
+  return { role, held: held ?? { keys: new Set(), relations: new Map() }, desired };
 }
 
 /**
- * Runs `f` between BEGIN (with the roles lock) and COMMIT, `first` sent in the message of BEGIN
- * and its result sets handed to `f`; ROLLBACK and rethrow when it rejects.
+ * Runs `f` after BEGIN (with the roles lock), `first` sent in the message of BEGIN and its result
+ * sets handed to `f`; the grant differences `f` returns are applied with COMMIT in one message
+ * (grant-apply.ts applyGrantsAndCommit). ROLLBACK and rethrow when anything rejects. Output: how
+ * many GRANT/REVOKE statements were applied.
  */
 async function inTransaction(
   c: pg.ClientBase,
+  run: GrantRun,
+  catalog: Catalog,
   first: string,
-  f: (results: pg.QueryResult[]) => Promise<void>,
-): Promise<void> {
+  f: (results: pg.QueryResult[]) => Promise<readonly RoleGrants[]>,
+): Promise<number> {
   let results: pg.QueryResult[];
   try {
     results = (await c.query(`BEGIN; ${ROLES_LOCK_SQL};\n${first}`)) as unknown as pg.QueryResult[];
@@ -316,8 +332,7 @@ async function inTransaction(
     throw e;
   }
   try {
-    await f(results);
-    await c.query('COMMIT');
+    return await applyGrantsAndCommit(c, await f(results), catalog, run.log);
   } catch (e) {
     await c.query('ROLLBACK').catch(() => {});
     throw e;
