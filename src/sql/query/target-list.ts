@@ -1,11 +1,13 @@
 // Result lists (SELECT targets, RETURNING): star expansion, plain references and deferred expressions.
+import { resolveFunction } from './catalog-names.js';
 import { resolveColumnRef } from './column-ref.js';
 import { QueryRefusal, unsupported } from './errors.js';
 import { type Env, plainReference, walkExpr } from './expression.js';
 import { figureColname } from './figure-colname.js';
+import { functionShape } from './function-result.js';
 import { type Lineage, NO_ORIGIN, requireSelect } from './lineage.js';
 import { noOpCastOrigin } from './no-op-cast.js';
-import { list, loc, type Obj, obj, str, unwrap } from './node-kinds.js';
+import { list, loc, names, type Obj, obj, str, unwrap } from './node-kinds.js';
 import { rowStarColumns } from './row-fields.js';
 import type { FromItem } from './scope.js';
 
@@ -40,6 +42,7 @@ function expandRowStar(env: Env, val: Obj, location: number): OutColumn[] | null
   const last = ind[ind.length - 1];
   if (ind.length !== 1 || !last || !('A_Star' in (obj(last) ?? {}))) return null;
   const arg = obj(val.arg);
+  if (arg && 'FuncCall' in arg) return functionRowStar(env, val.arg, obj(arg.FuncCall) ?? {}, location);
   if (!arg || !('ColumnRef' in arg)) return unsupported('(expression).* over a computed row', location);
   const argBody = obj(arg.ColumnRef) ?? {};
   const r = resolveColumnRef(env.scope, argBody, loc(argBody));
@@ -59,6 +62,30 @@ function expandRowStar(env: Env, val: Obj, location: number): OutColumn[] | null
     }));
   }
   return unsupported('(column).* over a composite-typed column', location);
+}
+
+/**
+ * `(f(…)).*`: the columns of the row a function call returns, as in FROM (its OUT parameters or
+ * the attributes of its composite result: function-result.ts), each computed from the call's
+ * arguments (Postgres expands it to one field selection per column, origin 0). A call whose
+ * columns the catalog does not fix is refused 0A000 (a scalar result is not a row: Postgres
+ * refuses it too).
+ */
+function functionRowStar(env: Env, call: unknown, fb: Obj, location: number): OutColumn[] {
+  const { state, scope } = env;
+  const fname = names(fb.funcname);
+  const fn = resolveFunction(state.catalog.functions, state.path, fname, list(fb.args).length, loc(fb));
+  const shape = functionShape(state.catalog, state.path, scope, fn, fb);
+  if (shape.kind !== 'columns') return unsupported('(expression).* over a computed row', location);
+  const { uses, volatile } = state.collect(() =>
+    walkExpr(env, call, { kind: 'compute', context: 'select list expression' }),
+  );
+  state.sink.push(...uses);
+  return shape.names.map((name) => ({
+    name,
+    lineage: { sources: [], deferred: volatile ? [] : uses, rows: [], origin: NO_ORIGIN, requires: null },
+    location,
+  }));
 }
 
 /**

@@ -234,6 +234,10 @@ select * from jsonb_to_recordset('[{"a":1,"b":"x"},{"a":2,"b":"y"}]') as r(a int
 -- @case
 select key, value from jsonb_each('{"x": 1, "y": [true]}'::jsonb) order by key
 -- @case
+select (jsonb_each('{"x": 1, "y": [true]}'::jsonb)).*, 1 as one
+-- @case
+select x.key, x.value, t.* from jsonb_each('{"a": 2}') x, json_each_text('{"b": 3}') t
+-- @case
 select regexp_replace('Hello World', 'o', '0', 'g') as r, split_part('a,b,c', ',', 2) as p, format('%s=%L', 'k', 'v''s') as f, upper('straße') as up
 -- @case
 select length('日本語') as chars, octet_length('日本語') as bytes, md5('x') as m, left('abcdef', 3) as l, lpad('7', 3, '0') as z
