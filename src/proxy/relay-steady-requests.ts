@@ -89,6 +89,9 @@ export abstract class SteadyRequestsRelay extends SteadyRepliesRelay {
         return this.steadyUnnamedPortal(chunk, start, end);
       case FrontendCode.Sync:
         if (end - start !== 5) return false;
+        // The Sync that commits an implicit transaction with DDL passes the commit fence: the general path.
+        if (this.status === 'I' && this.o.fence && (this.o.fence.needed() || this.ddlInFlight()))
+          return false;
         this.startBatch();
         this.batchOpen = false;
         this.expects.push(SYNC);
@@ -192,8 +195,9 @@ export abstract class SteadyRequestsRelay extends SteadyRepliesRelay {
     if (!portal) return false;
     if (describe) this.sendDescribe(chunk, start, end, portal.plan);
     else {
-      // A statement that may change the catalog waits for a grant sync at Execute: the general path.
-      if (portal.plan?.changesCatalog) return false;
+      // A statement that may change the catalog waits for a grant sync at Execute, and a COMMIT
+      // may pass the commit fence (a prepared COMMIT bound again): the general path.
+      if (portal.plan && (portal.plan.changesCatalog || commits(portal.plan))) return false;
       this.sendExecute(chunk, start, end, portal);
     }
     return true;

@@ -32,13 +32,20 @@ async function waitingOnLock(fx: ProxyFixture, view: string, n: number): Promise
 }
 
 /** How dba redefines the view and commits. */
-type How = 'block' | 'extended-commit' | 'one-string' | 'autocommit' | 'extended-autocommit';
+type How =
+  | 'block'
+  | 'extended-commit'
+  | 'prepared-commit'
+  | 'one-string'
+  | 'autocommit'
+  | 'extended-autocommit';
 
 /**
  * dba redefines `view` (name → users.ssn) while alice's `select name from view` waits upstream on
  * the view's lock; dba commits. Returns alice's rows (names) or her error's SQLSTATE, and what she
  * reads afterwards. `block`: BEGIN and CREATE OR REPLACE in one Query, COMMIT in another;
- * `extended-commit`: the COMMIT as Parse/Bind/Execute/Sync; `one-string`: BEGIN, the
+ * `extended-commit`: the COMMIT as Parse/Bind/Execute/Sync; `prepared-commit`: as Bind/Execute/Sync
+ * of a statement prepared before; `one-string`: BEGIN, the
  * redefinition, COMMIT and a read of the view in one Query (run in stages); `autocommit`: the
  * redefinition alone; `extended-autocommit`: it alone as Parse/Bind/Execute/Sync. The last three
  * are made to wait first on the owner's lock on the view, so that alice's statement queues behind
@@ -62,14 +69,20 @@ async function readDuringRedefinition(
     await waitingOnLock(fx, view, 1);
     await fx.users.dba.query('commit');
     during = await alice;
-  } else if (how === 'extended-commit') {
+  } else if (how === 'extended-commit' || how === 'prepared-commit') {
     const raw = await fx.raw('dba');
     try {
+      // A COMMIT prepared once and bound again (pgjdbc after five): its Bind and Execute take the steady path.
+      if (how === 'prepared-commit') {
+        raw.write(Buffer.concat([parse('c', 'commit'), sync()]));
+        expect(errorCodes(await raw.untilReady(60_000))).toEqual([]);
+      }
       raw.write(query(`begin; ${redefine}`));
       expect(errorCodes(await raw.untilReady(60_000))).toEqual([]);
       const alice = read(`select name from ${view} order by id limit 3`);
       await waitingOnLock(fx, view, 1);
-      raw.write(Buffer.concat([parse('', 'commit'), bind({}), execute(), sync()]));
+      const commit = how === 'prepared-commit' ? [bind({ statement: 'c' })] : [parse('', 'commit'), bind({})];
+      raw.write(Buffer.concat([...commit, execute(), sync()]));
       expect(errorCodes(await raw.untilReady(60_000))).toEqual([]);
       during = await alice;
     } finally {
@@ -100,7 +113,14 @@ async function readDuringRedefinition(
   return { during, after };
 }
 
-const HOWS: readonly How[] = ['block', 'extended-commit', 'one-string', 'autocommit', 'extended-autocommit'];
+const HOWS: readonly How[] = [
+  'block',
+  'extended-commit',
+  'prepared-commit',
+  'one-string',
+  'autocommit',
+  'extended-autocommit',
+];
 
 /** One suite of the four ways, with `walls` and `config`; `after`: what alice reads once the change is published. */
 function suite(
