@@ -13,8 +13,8 @@ export const CATALOG_SCHEMAS: ReadonlySet<string> = new Set(['pg_catalog', 'info
  * filters pg_stats to columns the login may SELECT, which under `roles: single` is every column,
  * whatever SEE says), pg_largeobject (large-object contents), pg_user_mapping and
  * pg_user_mappings (connection options with passwords), pg_stat_activity and the other
- * pg_stat_* views of sessions, replication, WAL, SSL, GSS, progress and I/O (other sessions'
- * query text and addresses), pg_file_settings, pg_hba_file_rules, pg_ident_file_mappings,
+ * pg_stat_* views of sessions, replication, WAL and archiving, SSL, GSS, progress, SLRU and I/O
+ * (other sessions' query text and addresses, WAL file names), pg_file_settings, pg_hba_file_rules, pg_ident_file_mappings,
  * pg_config (server files), pg_locks, pg_prepared_xacts, replication slots and origins, memory
  * contexts and shared memory. Some allowed relations have columns that need MANAGE
  * ({@link catalogColumnDenial}).
@@ -105,6 +105,10 @@ export const ALLOWED_PG_CATALOG_RELATIONS: ReadonlySet<string> = new Set([
   ]),
   'pg_stat_user_functions',
   'pg_stat_xact_user_functions',
+  // counters of each database and of the background writer (transactions, blocks, conflicts, checkpoints)
+  'pg_stat_database',
+  'pg_stat_database_conflicts',
+  'pg_stat_bgwriter',
   'pg_tables',
   'pg_timezone_abbrevs',
   'pg_timezone_names',
