@@ -56,6 +56,23 @@ function holdSyncs(): { calls: string[]; release: () => void; restore: () => voi
   };
 }
 
+/** Holds the grant syncs (holdSyncs), runs `ddl` as `dba` and waits for the sync after it to be called; the caller restores. */
+async function createWhileSyncHeld(
+  dba: { query(sql: string): Promise<unknown> },
+  ddl: string,
+): Promise<ReturnType<typeof holdSyncs>> {
+  const hold = holdSyncs();
+  try {
+    const before = hold.calls.length;
+    await dba.query(ddl);
+    await until(() => hold.calls.length > before, 'the grant sync after the DDL');
+    return hold;
+  } catch (e) {
+    hold.restore();
+    throw e;
+  }
+}
+
 describe('the catalog after DDL under roles: managed', () => {
   it("is handed to MANAGE sessions before the grant sync; a set login's statement waits for the sync", async () => {
     const managed = proxy.server.managed;
@@ -101,11 +118,8 @@ describe('a set login while the grant sync after DDL elsewhere runs', () => {
     const dba = await proxy.client('dba');
     const alice = await proxy.client('alice');
     await alice.query('select 1 from orgs limit 1');
-    const hold = holdSyncs();
+    const hold = await createWhileSyncHeld(dba, `CREATE TABLE ${t} (id int PRIMARY KEY, v text)`);
     try {
-      const before = hold.calls.length;
-      await dba.query(`CREATE TABLE ${t} (id int PRIMARY KEY, v text)`);
-      await until(() => hold.calls.length > before, 'the grant sync after CREATE TABLE');
       // The sync is held: a read that waited for it would not answer before the release below.
       const orgs = await alice.query('SELECT id, name FROM orgs ORDER BY id LIMIT 1');
       expect(orgs.rows.length).toBe(1);
@@ -215,11 +229,8 @@ describe('the grant sync and a lock a client holds', () => {
     // alice's set login exists: the sync after CREATE TABLE grants her SELECT on the new table.
     const alice = await proxy.client('alice');
     await alice.query('select 1 from orgs limit 1');
-    const hold = holdSyncs();
+    const hold = await createWhileSyncHeld(dba, `CREATE TABLE ${t} (id int)`);
     try {
-      const before = hold.calls.length;
-      await dba.query(`CREATE TABLE ${t} (id int)`);
-      await until(() => hold.calls.length > before, 'the grant sync after CREATE TABLE');
       // A transaction behind pgwarden's back changes the table's pg_class row and its column's
       // pg_attribute row and stays open: the sync's GRANT on the table or the column (its ACL is
       // in those rows) would wait for it to end.

@@ -36,6 +36,14 @@ export function demoConfigObject(): Record<string, unknown> {
   return raw;
 }
 
+/** The demo config with MANAGE on database demo added to workspace role `role` (its SEE rules unchanged: analyst, alice, still sees no users.ssn). */
+export function demoConfigWithManage(role: string): Record<string, unknown> {
+  const cfg = demoConfigObject();
+  const roles = cfg.roles as Record<string, { permissions: Record<string, unknown>[] }>;
+  roles[role]?.permissions.push({ effect: 'allow', actions: ['MANAGE'], database: 'demo' });
+  return cfg;
+}
+
 /** Environment the demo config's `${…}` references need in tests. */
 export function testEnv(): NodeJS.ProcessEnv {
   const { port } = inject('pg');

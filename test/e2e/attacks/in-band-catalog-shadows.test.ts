@@ -2,19 +2,12 @@
 // PostgreSQL searches the session's temporary schema first for relations unless the path lists pg_temp (5.9.3 "even before pg_catalog").
 import { expect, test } from 'vitest';
 import { SSNS } from '../../helpers/outcomes.js';
-import { demoConfigObject } from '../../helpers/proxy.js';
+import { demoConfigWithManage } from '../../helpers/proxy.js';
 import { useProxyFixture } from '../../helpers/proxy-fixture.js';
 
-/** The demo config with MANAGE added to analyst (alice), who still has no SEE on users.ssn. */
-function config(): Record<string, unknown> {
-  const cfg = demoConfigObject();
-  const roles = cfg.roles as Record<string, { permissions: Record<string, unknown>[] }>;
-  roles.analyst?.permissions.push({ effect: 'allow', actions: ['MANAGE'], database: 'demo' });
-  return cfg;
-}
-
 const fx = useProxyFixture({
-  config,
+  // MANAGE added to analyst (alice), who still has no SEE on users.ssn.
+  config: () => demoConfigWithManage('analyst'),
   setup: 'drop schema if exists atk_shadow cascade; create schema atk_shadow',
   teardown: 'drop schema if exists atk_shadow cascade',
 });

@@ -5,20 +5,13 @@ import { BackendCode } from '../../../src/wire/codes.js';
 import { decodeErrorResponse } from '../../../src/wire/error-fields.js';
 import * as fe from '../../../src/wire/frontend-encode.js';
 import { SSNS } from '../../helpers/outcomes.js';
-import { demoConfigObject } from '../../helpers/proxy.js';
+import { demoConfigWithManage } from '../../helpers/proxy.js';
 import { useProxyFixture } from '../../helpers/proxy-fixture.js';
 import type { RawClient } from '../../helpers/raw-client.js';
 
-/** The demo config with MANAGE added to analyst (alice), who still has no SEE on users.ssn. */
-function config(): Record<string, unknown> {
-  const cfg = demoConfigObject();
-  const roles = cfg.roles as Record<string, { permissions: Record<string, unknown>[] }>;
-  roles.analyst?.permissions.push({ effect: 'allow', actions: ['MANAGE'], database: 'demo' });
-  return cfg;
-}
-
 const fx = useProxyFixture({
-  config,
+  // MANAGE added to analyst (alice), who still has no SEE on users.ssn.
+  config: () => demoConfigWithManage('analyst'),
   setup: 'drop schema if exists atk_prep cascade; create schema atk_prep',
   teardown: 'drop schema if exists atk_prep cascade',
 });
