@@ -7,6 +7,8 @@ import type { StatementPlan } from './statement-plan.js';
 export interface PortalEntry {
   readonly plan: StatementPlan | null;
   readonly sql: string;
+  /** The prepared statement it was bound to (absent: a SQL cursor): an Execute after a policy change decides it again. */
+  readonly from?: PreparedEntry;
 }
 
 /** A protocol-level prepared statement: its text and the plan decided for it, with what it was decided under. */

@@ -269,7 +269,7 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
     let entry = portalEntries.get(e);
     if (!entry) {
       // A portal keeps its statement's text for the audit only: a long one's audit text is made now.
-      entry = { plan: e.plan, sql: e.plan ? textToKeep(e.sql, [e.plan]) : e.sql };
+      entry = { plan: e.plan, sql: e.plan ? textToKeep(e.sql, [e.plan]) : e.sql, from: e };
       portalEntries.set(e, entry);
     }
     this.portals.set(portal, entry);
@@ -328,7 +328,49 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
     this.startBatch();
     const portal = this.portalFor(e.portal);
     if (portal instanceof Promise) return portal.then((p) => this.executePortal(f, p));
+    if (!('sqlstate' in portal) && this.boundUnderOtherPolicy(portal))
+      return this.portalDecidedAgain(e.portal, portal).then((p) => this.executePortal(f, p));
     return this.executePortal(f, portal);
+  }
+
+  /** Whether `portal` was bound under another policy than the one in force (a reload since its Bind). */
+  protected boundUnderOtherPolicy(portal: PortalEntry): boolean {
+    return portal.from !== undefined && portal.from.policy !== this.o.gateSession.config;
+  }
+
+  /**
+   * A portal bound before a policy reload, decided again before it runs on (like a SQL cursor's
+   * FETCH: a portal bound once may be executed many times, a row limit each time): the refusal
+   * now, or 0A000 when the decision now would send another text than the one bound upstream
+   * (other hidden columns: its rows would not be masked as they must); else the portal with the
+   * plan of now.
+   */
+  protected portalDecidedAgain(name: string, portal: PortalEntry): Promise<PortalEntry | Refusal> {
+    const from = portal.from as PreparedEntry;
+    return new Promise((resolve) => {
+      const pending = this.withGate(
+        from.sql,
+        undefined,
+        (_, result) => {
+          if ((result.sent?.text ?? from.sql) !== from.sent) {
+            resolve({
+              sqlstate: '0A000',
+              message: `portal "${name}" must be bound again: what it reads or may see changed since it was bound`,
+              hint: 'Close it and send Bind again.',
+            });
+            return;
+          }
+          const plan = result.plans[0] ?? null;
+          // Decided under the policy of now: a later reload decides it again in turn.
+          const now: PreparedEntry = { ...from, plan, policy: this.o.gateSession.config };
+          const again: PortalEntry = { plan, sql: portal.sql, from: now };
+          this.portals.set(name, again);
+          resolve(again);
+        },
+        (r) => resolve(r),
+      );
+      void pending;
+    });
   }
 
   private executePortal(f: Frame, portal: PortalEntry | Refusal): Promise<void> | undefined {

@@ -192,7 +192,7 @@ export abstract class SteadyRequestsRelay extends SteadyRepliesRelay {
     this.startBatch();
     if (this.o.gateSession.names.cursors.has('')) return false;
     const portal = this.portals.get('');
-    if (!portal) return false;
+    if (!portal || this.boundUnderOtherPolicy(portal)) return false;
     if (describe) this.sendDescribe(chunk, start, end, portal.plan);
     else {
       // A statement that may change the catalog waits for a grant sync at Execute, and a COMMIT

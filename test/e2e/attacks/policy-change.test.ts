@@ -1,8 +1,10 @@
 // A policy that hides a column after a statement was prepared or a cursor declared: EXECUTE and FETCH never return the newly hidden values.
 import type pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { SSNS } from '../../helpers/outcomes.js';
+import { bind, execute, parse, query, sync } from '../../../src/wire/frontend-encode.js';
+import { cells, errorCodes, SSNS } from '../../helpers/outcomes.js';
 import { demoConfigObject, loadTestConfig, startTestProxy, type TestProxy } from '../../helpers/proxy.js';
+import { rawLogin } from '../../helpers/proxy-fixture.js';
 
 /**
  * The demo config under `roles: single` (the upstream login is the tables' owner: PostgreSQL's own
@@ -114,5 +116,34 @@ describe('a column hidden after the statement ran again and again', () => {
       expect(await runParams('select ssn from users where id = $1', 'q1')).toContain(SSNS[0]);
     hide();
     expect(await runParams('select ssn from users where id = $1', 'q1')).not.toContain(SSNS[0]);
+  });
+});
+
+// A protocol-level portal is bound once and may be executed many times (a row limit each time,
+// PortalSuspended between): like a SQL cursor's FETCH, its Execute after a reload is decided anew.
+describe('a column hidden after Bind, before the Execute of the bound portal', () => {
+  test('Execute with a row limit, then again after the reload', async () => {
+    const raw = await rawLogin(proxy.port, 'alice');
+    try {
+      raw.write(query('begin'));
+      await raw.untilReady();
+      raw.write(
+        Buffer.concat([
+          parse('', 'select ssn from users order by id'),
+          bind({ portal: 'p' }),
+          execute('p', 1),
+          sync(),
+        ]),
+      );
+      expect(cells(await raw.untilReady())).toEqual([SSNS[0]]);
+      hide();
+      raw.write(Buffer.concat([execute('p', 1), sync()]));
+      const after = await raw.untilReady();
+      expect(cells(after)).not.toContain(SSNS[1]);
+      // Its text no longer masks what the policy now hides: bound again, it is decided anew.
+      expect(errorCodes(after)).toEqual(['0A000']);
+    } finally {
+      raw.end();
+    }
   });
 });
