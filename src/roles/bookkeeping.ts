@@ -1,5 +1,5 @@
 // The bookkeeping of set logins: the `pgwarden.role_set_logins` table of a managed database, and the advisory lock.
-import type pg from 'pg';
+import pg from 'pg';
 
 /** How long a change to managed roles waits for a lock other than the roles lock (ms). */
 export const ROLES_LOCK_TIMEOUT_MS = 1000;
@@ -93,6 +93,16 @@ export async function workspaceRows(client: pg.ClientBase, workspace: string): P
     [workspace],
   );
   return r.rows.map(fromRaw);
+}
+
+/** The query of {@link workspaceRows} with `workspace` as a literal (to send in a message of several statements). */
+export function workspaceRowsSql(workspace: string): string {
+  return `SELECT ${COLUMNS} FROM pgwarden.role_set_logins WHERE workspace = ${pg.escapeLiteral(workspace)} ORDER BY login`;
+}
+
+/** The rows of `workspace` from the result of {@link workspaceRowsSql}. */
+export function workspaceRowsOf(result: pg.QueryResult): SetLoginRow[] {
+  return (result.rows as RawRow[]).map(fromRaw);
 }
 
 /** The row of `login`, or undefined. */

@@ -6,12 +6,16 @@ import { grantSync } from '../ops/metrics.js';
 import type { Config } from '../policy/config-schema.js';
 import type { ConnectionKind } from '../policy/decision-types.js';
 import { policyVersion } from '../policy/policy-version.js';
-import { workspaceRows } from './bookkeeping.js';
+import { loadParser, majorOfServerVersion } from '../sql/parser.js';
+import { workspaceRows, workspaceRowsOf, workspaceRowsSql } from './bookkeeping.js';
 import { retryTransient } from './grant-apply.js';
 import {
   type GrantRun,
+  grantContextOf,
+  grantContextSql,
   type SyncedGrants,
   type SyncOutcome,
+  scopedTables,
   syncAllGrants,
   syncScopedGrants,
 } from './grant-run.js';
@@ -154,9 +158,25 @@ async function syncScoped(
   scope: ReadonlySet<number>,
   deps: SyncDeps,
 ): Promise<{ outcome: SyncOutcome; synced: SyncedGrants }> {
-  const rows = await workspaceRows(c, state.workspace);
-  if (!rows.every((r) => rowIsCurrent(config, state, r))) return syncFull(c, state, config, catalog, deps);
-  return syncScopedGrants(c, grantRunOf(state, config, deps), rows, synced, catalog, scope);
+  // One round trip: the workspace's rows and what the sync needs of the relations in scope.
+  await loadParser(majorOfServerVersion(catalog.serverVersionNum));
+  const r = (await c.query(
+    `${workspaceRowsSql(state.workspace)};\n${grantContextSql(scopedTables(catalog, scope))}`,
+  )) as unknown as pg.QueryResult[];
+  if (!Array.isArray(r) || r.length !== 4 || !r[0])
+    throw new Error('the scoped sync read returned no four results');
+  const rows = workspaceRowsOf(r[0]);
+  if (!rows.every((row) => rowIsCurrent(config, state, row)))
+    return syncFull(c, state, config, catalog, deps);
+  return syncScopedGrants(
+    c,
+    grantRunOf(state, config, deps),
+    rows,
+    synced,
+    catalog,
+    scope,
+    grantContextOf(r),
+  );
 }
 
 /** `grants` for `catalog` when no relation's grants differ from those on `grants.catalog` (an empty scope). */

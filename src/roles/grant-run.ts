@@ -78,19 +78,35 @@ export async function grantContext(
   c: pg.ClientBase,
   catalog: Catalog,
   only?: readonly number[],
-): Promise<{ defaults: Map<number, number[]>; ungrantable: Ungrantable }> {
+): Promise<GrantContext> {
   // Grants ask the decision about analyzed statements: the server's parser must be loaded.
   await loadParser(majorOfServerVersion(catalog.serverVersionNum));
-  const r = (await c.query(
-    `${defaultSequencesSql(only)};\n${ungrantableSql(only)}`,
-  )) as unknown as pg.QueryResult[];
-  if (!Array.isArray(r) || r.length !== 3)
+  const r = (await c.query(grantContextSql(only))) as unknown as pg.QueryResult[];
+  if (!Array.isArray(r)) throw new Error('the grant context read returned no three results');
+  return grantContextOf(r);
+}
+
+/** The default sequences and what cannot be granted ({@link grantContext}). */
+export interface GrantContext {
+  readonly defaults: Map<number, number[]>;
+  readonly ungrantable: Ungrantable;
+}
+
+/** The three queries of {@link grantContext} (of every relation or of `only`), to send in a message that may hold others before them. */
+export function grantContextSql(only?: readonly number[]): string {
+  return `${defaultSequencesSql(only)};\n${ungrantableSql(only)}`;
+}
+
+/** The {@link GrantContext} from the three result sets of {@link grantContextSql} (the last three of `r`). */
+export function grantContextOf(r: readonly pg.QueryResult[]): GrantContext {
+  const [defaults, relations, schemas] = r.slice(-3);
+  if (r.length < 3 || !defaults || !relations || !schemas)
     throw new Error('the grant context read returned no three results');
   return {
-    defaults: defaultsFromRows(r[0]?.rows as DefaultsRow[]),
+    defaults: defaultsFromRows(defaults.rows as DefaultsRow[]),
     ungrantable: ungrantableFromRows(
-      r[1]?.rows as UngrantableRow[],
-      r[2]?.rows as { nspname: string }[],
+      relations.rows as UngrantableRow[],
+      schemas.rows as { nspname: string }[],
       isUnmanagedSchema,
     ),
   };
@@ -223,12 +239,12 @@ export async function syncScopedGrants(
   synced: SyncedGrants,
   catalog: Catalog,
   scope: ReadonlySet<number>,
+  read?: GrantContext,
 ): Promise<{ outcome: SyncOutcome; synced: SyncedGrants }> {
   const before = relationsByOid(synced.catalog);
   const after = relationsByOid(catalog);
-  const tables = [...scope].filter((oid) => after.has(oid));
   // Sequences the defaults of tables in scope call, before and after: their USAGE may change.
-  const ctx = await grantContext(c, catalog, tables);
+  const ctx = read ?? (await grantContext(c, catalog, scopedTables(catalog, scope)));
   const relScope = new Set(scope);
   const defaults = new Map(synced.defaults);
   for (const oid of scope) {
@@ -292,6 +308,12 @@ export async function syncScopedGrants(
     },
   );
   return { outcome, synced: { catalog, defaults, ungrantable, logins } };
+}
+
+/** The relations of `scope` that `catalog` holds: what a scoped sync reads the {@link GrantContext} of. */
+export function scopedTables(catalog: Catalog, scope: ReadonlySet<number>): number[] {
+  const after = relationsByOid(catalog);
+  return [...scope].filter((oid) => after.has(oid));
 }
 
 /** `base` with the relations of `scope` taken from `fresh` (read for those relations only). */
