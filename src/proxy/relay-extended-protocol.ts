@@ -227,15 +227,13 @@ export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
   protected decidedStill(entry: PreparedEntry): boolean {
     const s = this.o.gateSession;
     if (entry.policy !== s.config) return false;
-    // A rewritten text names every relation schema-qualified and every column it reads: the
-    // upstream runs exactly what was decided at Parse, whatever the search_path or catalog now.
-    if (entry.sent !== entry.sql) return true;
+    // PostgreSQL analyzes a prepared statement again when what it reads changed: a view it names
+    // is expanded with its new definition, even in a rewritten text (attack: a view re-pointed at
+    // a hidden column after Parse), so a catalog change decides it again.
     const current = s.catalogNow();
-    return (
-      current !== undefined &&
-      entry.pathVersion === s.paths.version &&
-      entry.catalogVersion === current.version
-    );
+    if (current === undefined || entry.catalogVersion !== current.version) return false;
+    // A rewritten text names every relation schema-qualified: the search_path does not move it.
+    return entry.sent !== entry.sql || entry.pathVersion === s.paths.version;
   }
 
   /**
