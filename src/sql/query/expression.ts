@@ -1,9 +1,11 @@
 // The expression walker: one handler per expression node kind, every other node kind refused (0A000).
+import type { CatalogFunction } from '../../catalog/types.js';
 import type { TestClause } from '../analysis-types.js';
 import { BUILTIN_OPERATOR_NAMES } from './builtin-operators.js';
 import { resolveFunction } from './catalog-names.js';
 import { type Resolved, resolveColumnRef } from './column-ref.js';
-import { unsupported } from './errors.js';
+import { QueryRefusal, unsupported } from './errors.js';
+import { callSignature } from './function-result.js';
 import { consume, consumeWholeRow, type Lineage, requireSelect } from './lineage.js';
 import { list, loc, type NodeName, names, type Obj, obj, str, unwrap } from './node-kinds.js';
 import { fieldOfRows, rowFieldLineage, rowItems } from './row-fields.js';
@@ -153,11 +155,37 @@ function aExpr(env: Env, body: Obj, mode: Mode): void {
   walkExpr(env, body.rexpr, nested(mode, ctx));
 }
 
+/** The hint Postgres gives with 42883 for a call no function matches (ParseFuncOrColumn). */
+const NO_FUNCTION_HINT =
+  'No function matches the given name and argument types. You might need to add explicit type casts.';
+
+/**
+ * The function a call names (resolveFunction); for a name no function has, 42883 worded as
+ * Postgres words it: `function f(integer, unknown) does not exist` with its hint, when the
+ * argument types are plain to see (callSignature), else naming the function alone.
+ */
+function resolveCalled(env: Env, fname: readonly string[], body: Obj): CatalogFunction {
+  const { state } = env;
+  try {
+    return resolveFunction(state.catalog.functions, state.path, fname, list(body.args).length, loc(body));
+  } catch (e) {
+    if (!(e instanceof QueryRefusal) || e.sqlstate !== '42883') throw e;
+    const sig = callSignature(state.catalog, state.path, env.scope, body);
+    if (sig === null) throw e;
+    throw new QueryRefusal(
+      '42883',
+      `function ${fname.join('.')}(${sig}) does not exist`,
+      loc(body),
+      NO_FUNCTION_HINT,
+    );
+  }
+}
+
 function funcCall(env: Env, body: Obj, mode: Mode): void {
   const { state } = env;
   const fname = names(body.funcname);
   const args = list(body.args);
-  const fn = resolveFunction(state.catalog.functions, state.path, fname, args.length, loc(body));
+  const fn = resolveCalled(env, fname, body);
   state.callFunction(fn, loc(body));
   const ctx = `function ${fn.name}`;
   // count(DISTINCT x) counts the distinct values: the same question SELECT DISTINCT answers.

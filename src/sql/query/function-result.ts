@@ -227,3 +227,61 @@ export function functionShape(
   const s = shapes[0] ?? OPEN;
   return shapes.every((x) => sameShape(x, s)) ? s : OPEN;
 }
+
+/** format_type_be's names of the pg_catalog types whose SQL name is not their pg_type name. */
+const SQL_TYPE_NAMES: Readonly<Record<string, string>> = {
+  int2: 'smallint',
+  int4: 'integer',
+  int8: 'bigint',
+  float4: 'real',
+  float8: 'double precision',
+  bool: 'boolean',
+  varchar: 'character varying',
+  bpchar: 'character',
+  char: '"char"',
+  timestamp: 'timestamp without time zone',
+  timestamptz: 'timestamp with time zone',
+  time: 'time without time zone',
+  timetz: 'time with time zone',
+  varbit: 'bit varying',
+};
+
+/** A pg_catalog type as format_type_be prints it (arrays with `[]`); null for another schema's (it may be qualified). */
+function sqlTypeName(t: CatalogType): string | null {
+  if (t.schema !== 'pg_catalog' || t.oid < 0) return null;
+  if (t.name.startsWith('_')) {
+    const base = t.name.slice(1);
+    return `${SQL_TYPE_NAMES[base] ?? base}[]`;
+  }
+  return SQL_TYPE_NAMES[t.name] ?? t.name;
+}
+
+/**
+ * The argument types of `call` (a FuncCall body) as Postgres names them in "function f(integer,
+ * unknown) does not exist" (func_signature_string: a quoted literal or NULL is `unknown`), or
+ * null when one of them is not plain to see from the text and the catalog (the message then
+ * names the function alone).
+ */
+export function callSignature(
+  catalog: Catalog,
+  path: readonly string[],
+  scope: Scope,
+  call: Obj,
+): string | null {
+  const out: string[] = [];
+  for (const a of list(call.args)) {
+    const [k, b] = unwrap(a);
+    if (k === 'NamedArgExpr') return null;
+    if (k === 'A_Const' && (b.isnull === true || 'sval' in b)) {
+      out.push('unknown');
+      continue;
+    }
+    // An integer too large for integer is bigint or numeric: not told apart here.
+    if (k === 'A_Const' && 'fval' in b && /^[0-9]+$/.test(String(obj(b.fval)?.fval ?? ''))) return null;
+    const t = argType(catalog, path, scope, a);
+    const name = t ? sqlTypeName(t) : null;
+    if (!name) return null;
+    out.push(name);
+  }
+  return out.join(', ');
+}
