@@ -38,9 +38,11 @@ export interface FencedSession {
 
 /**
  * What the fence asks the upstream (on a connection of its own, outside the committing
- * transaction): `locked`, the relations backend `pid` holds AccessExclusiveLock on (none can run
- * a statement on them meanwhile: one that names them and is in flight has not bound them yet); and
- * `blockers`, for each of `pids`, pg_blocking_pids() (9.26 System Information Functions).
+ * transaction): `locked`, the relations backend `pid` holds AccessExclusiveLock on, and the views
+ * reading one of them, transitively (PostgreSQL expands a view a statement names when it binds it:
+ * none of these can have a statement running on it meanwhile, so one in flight that names them has
+ * not bound them yet); and `blockers`, for each of `pids`, pg_blocking_pids() (9.26 System
+ * Information Functions).
  */
 export type LockProbe = (
   pid: number,
@@ -51,8 +53,16 @@ export type LockProbe = (
 }>;
 
 /** The probe's SQL: $1 the committing backend, $2 the pids of the sessions in flight. */
-export const LOCK_PROBE_SQL = `SELECT (SELECT coalesce(array_agg(DISTINCT l.relation::int8), '{}') FROM pg_locks l
-          WHERE l.pid = $1 AND l.locktype = 'relation' AND l.granted AND l.mode = 'AccessExclusiveLock')::int8[] AS locked,
+export const LOCK_PROBE_SQL = `WITH RECURSIVE held(oid) AS (
+  SELECT l.relation FROM pg_locks l
+   WHERE l.pid = $1 AND l.locktype = 'relation' AND l.granted AND l.mode = 'AccessExclusiveLock'
+  UNION
+  SELECT r.ev_class FROM held h
+    JOIN pg_depend d ON d.refclassid = 'pg_class'::regclass AND d.refobjid = h.oid AND d.classid = 'pg_rewrite'::regclass
+    JOIN pg_rewrite r ON r.oid = d.objid
+   WHERE r.ev_class <> h.oid
+)
+SELECT (SELECT coalesce(array_agg(oid::int8), '{}') FROM held)::int8[] AS locked,
        (SELECT coalesce(json_agg(json_build_array(p, pg_blocking_pids(p))), '[]') FROM unnest($2::int[]) p) AS blockers`;
 
 /** The fence as one session's relay uses it (session-relay.ts wires it to the process's CommitFence). */
@@ -85,7 +95,8 @@ interface Up {
  * So before such a COMMIT goes upstream, {@link raise} holds every other session of the database
  * (their messages wait, unread, until the COMMIT's ReadyForQuery has published the new catalog) and
  * cancels those of its sessions with a statement in flight that waits on the committing backend
- * (pg_blocking_pids, transitively) or names a relation it holds AccessExclusiveLock on; the COMMIT
+ * (pg_blocking_pids, transitively) or names a relation it holds AccessExclusiveLock on (or a view
+ * reading one); the COMMIT
  * goes once none is left. Sessions of other workers and instances are not seen (README).
  */
 export class CommitFence {
