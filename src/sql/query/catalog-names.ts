@@ -84,9 +84,7 @@ export function resolveFunction(
     // pg_catalog.length(text) for an integer argument. Types are not matched here, so when a
     // function of this name exists outside pg_catalog anywhere on the path, that one is taken
     // (it needs MANAGE): fail closed rather than guess which overload Postgres calls.
-    const all = effectivePath(path).flatMap((s) => functions.get(`${s}.${name}`) ?? []);
-    const userDefined = all.filter((f) => f.schema !== 'pg_catalog');
-    candidates = userDefined.length > 0 ? userDefined : all;
+    candidates = onPath(functions, path, name);
   }
   if (!candidates || candidates.length === 0) {
     throw new QueryRefusal('42883', `function ${nameParts.join('.')} does not exist`, location);
@@ -95,4 +93,29 @@ export function resolveFunction(
   const more = candidates.find((f) => f.argTypes.length > nargs);
   const fewer = candidates.find((f) => f.argTypes.length < nargs);
   return (exact ?? more ?? fewer ?? candidates[0]) as CatalogFunction;
+}
+
+/**
+ * The overloads of unqualified `name` resolveFunction takes: those outside pg_catalog on the
+ * effective path, in path order, if any, else pg_catalog's. No array is built when one schema
+ * holds the name (the common case: a built-in), the cold analysis's function lookups (issue 18).
+ */
+function onPath(
+  functions: ReadonlyMap<string, readonly CatalogFunction[]>,
+  path: readonly string[],
+  name: string,
+): readonly CatalogFunction[] {
+  let single: readonly CatalogFunction[] | undefined;
+  let lists: (readonly CatalogFunction[])[] | undefined;
+  const visit = (schema: string): void => {
+    const l = functions.get(`${schema}.${name}`);
+    if (l === undefined || l.length === 0) return;
+    if (single === undefined) single = l;
+    else (lists ??= [single]).push(l);
+  };
+  if (!path.includes('pg_catalog')) visit('pg_catalog');
+  for (const s of path) visit(s);
+  const all: readonly CatalogFunction[] = lists ? lists.flat() : (single ?? []);
+  if (all.every((f) => f.schema === 'pg_catalog')) return all;
+  return all.filter((f) => f.schema !== 'pg_catalog');
 }
