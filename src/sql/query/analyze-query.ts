@@ -142,7 +142,12 @@ function sameJson(a: ColumnUse, b: ColumnUse): boolean {
       const vb: unknown = (b as unknown as Record<string, unknown>)[k];
       if (typeof va === 'string' && typeof vb === 'string') {
         if (va !== vb) return false;
-      } else if (typeof va === 'number' && typeof vb === 'number' && Number.isFinite(va) && Number.isFinite(vb)) {
+      } else if (
+        typeof va === 'number' &&
+        typeof vb === 'number' &&
+        Number.isFinite(va) &&
+        Number.isFinite(vb)
+      ) {
         if (va !== vb) return false;
       } else direct = false;
     }

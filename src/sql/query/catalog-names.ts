@@ -111,7 +111,8 @@ function onPath(
     const l = functions.get(`${schema}.${name}`);
     if (l === undefined || l.length === 0) return;
     if (single === undefined) single = l;
-    else (lists ??= [single]).push(l);
+    else if (lists === undefined) lists = [single, l];
+    else lists.push(l);
   };
   if (!path.includes('pg_catalog')) visit('pg_catalog');
   for (const s of path) visit(s);
