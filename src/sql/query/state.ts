@@ -162,13 +162,10 @@ export class QueryState {
   /** Adds a column-level requirement (deduplicated on action and object). */
   requireColumn(action: Action, ref: ColumnRef, reason: string, location: number): void {
     if (this.suppressRequirements) return;
-    if (action === 'SELECT' && !UNBOUND_REASONS.has(reason))
-      this.boundColumns.set(`${ref.schema}.${ref.table}.${ref.column}`, {
-        schema: ref.schema,
-        table: ref.table,
-        column: ref.column,
-      });
-    const key = `${action} ${ref.schema}.${ref.table}.${ref.column}`;
+    const name = `${ref.schema}.${ref.table}.${ref.column}`;
+    if (action === 'SELECT' && !UNBOUND_REASONS.has(reason) && !this.boundColumns.has(name))
+      this.boundColumns.set(name, { schema: ref.schema, table: ref.table, column: ref.column });
+    const key = `${action} ${name}`;
     if (!this.requirements.has(key)) {
       this.requirements.set(key, {
         action,
