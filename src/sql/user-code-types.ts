@@ -29,6 +29,8 @@ function typeNames(node: unknown): FoundType[] {
     for (const k in o) {
       const child = o[k];
       if (child === null || typeof child !== 'object') continue;
+      // Value nodes hold no TypeName (a String's sval, an A_Const's ival / sval / fval / boolval).
+      if (k === 'String' || k === 'A_Const') continue;
       if ((k === 'typeName' || k === 'TypeName') && !Array.isArray(child)) {
         const t = child as { names?: unknown; location?: number };
         const names = (Array.isArray(t.names) ? t.names : []).map(
