@@ -44,6 +44,19 @@ export function demoConfigWithManage(role: string): Record<string, unknown> {
   return cfg;
 }
 
+/**
+ * The demo config under `roles: single`: the upstream login owns the tables, so PostgreSQL's own
+ * privileges are no wall (the analysis and mask at read are what a test then proves).
+ */
+export function demoConfigSingle(): Record<string, unknown> {
+  const c = demoConfigObject();
+  for (const db of Object.values(c.databases as Record<string, Record<string, unknown>>)) {
+    db.roles = 'single';
+    delete db.role_prefix;
+  }
+  return c;
+}
+
 /** Environment the demo config's `${…}` references need in tests. */
 export function testEnv(): NodeJS.ProcessEnv {
   const { port } = inject('pg');

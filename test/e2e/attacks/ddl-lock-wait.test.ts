@@ -2,18 +2,8 @@
 import { describe, expect, test } from 'vitest';
 import { bind, execute, parse, query, sync } from '../../../src/wire/frontend-encode.js';
 import { errorCodes, SSNS } from '../../helpers/outcomes.js';
-import { demoConfigObject } from '../../helpers/proxy.js';
+import { demoConfigSingle } from '../../helpers/proxy.js';
 import { type ProxyFixture, useProxyFixture } from '../../helpers/proxy-fixture.js';
-
-/** The demo config under `roles: single`: the upstream login owns the tables, PostgreSQL's privileges are no wall. */
-function single(): Record<string, unknown> {
-  const c = demoConfigObject();
-  for (const db of Object.values(c.databases as Record<string, Record<string, unknown>>)) {
-    db.roles = 'single';
-    delete db.role_prefix;
-  }
-  return c;
-}
 
 /**
  * Resolves once `n` lock requests on relation `view` wait (pg_locks; the set logins' queries are
@@ -161,11 +151,11 @@ suite('PostgreSQL privileges alone (analysis SEE checks and mask at read off)', 
 });
 suite('the analysis alone (mask at read off, roles: single)', 'atk_lockwait_a', {
   walls: { rewrite: false },
-  config: single,
+  config: demoConfigSingle,
   after: ['*****', '*****', '*****'],
 });
 suite('mask at read alone (analysis SEE checks off, roles: single)', 'atk_lockwait_m', {
   walls: { seeChecks: false },
-  config: single,
+  config: demoConfigSingle,
   after: ['*****', '*****', '*****'],
 });

@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { bind, execute, parse, query, sync } from '../../../src/wire/frontend-encode.js';
 import { cells, errorCodes, SSNS } from '../../helpers/outcomes.js';
-import { demoConfigObject, loadTestConfig, startTestProxy, type TestProxy } from '../../helpers/proxy.js';
+import { demoConfigSingle, loadTestConfig, startTestProxy, type TestProxy } from '../../helpers/proxy.js';
 import { rawLogin } from '../../helpers/proxy-fixture.js';
 
 /**
@@ -11,11 +11,7 @@ import { rawLogin } from '../../helpers/proxy-fixture.js';
  * privileges are not the wall here), with users.ssn visible to alice (`hideSsn` false) or hidden.
  */
 function config(hideSsn: boolean): Record<string, unknown> {
-  const c = demoConfigObject();
-  for (const db of Object.values(c.databases as Record<string, Record<string, unknown>>)) {
-    db.roles = 'single';
-    delete db.role_prefix;
-  }
+  const c = demoConfigSingle();
   const analyst = (c.roles as Record<string, { permissions: Record<string, unknown>[] }>).analyst;
   if (!analyst) throw new Error('the demo config has no analyst role');
   if (!hideSsn) analyst.permissions = analyst.permissions.filter((p) => p.column !== 'ssn');

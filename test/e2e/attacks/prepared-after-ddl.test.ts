@@ -2,25 +2,15 @@
 import { describe, expect, test } from 'vitest';
 import { bind, execute, parse, query, sync } from '../../../src/wire/frontend-encode.js';
 import { cells, errorCodes, SSNS } from '../../helpers/outcomes.js';
-import { demoConfigObject } from '../../helpers/proxy.js';
+import { demoConfigSingle } from '../../helpers/proxy.js';
 import { useProxyFixture } from '../../helpers/proxy-fixture.js';
-
-/** The demo config under `roles: single`: the upstream login owns the tables, PostgreSQL's privileges are no wall. */
-function single(): Record<string, unknown> {
-  const c = demoConfigObject();
-  for (const db of Object.values(c.databases as Record<string, Record<string, unknown>>)) {
-    db.roles = 'single';
-    delete db.role_prefix;
-  }
-  return c;
-}
 
 describe('roles: single (the analysis and mask at read)', () => {
   const fx = useProxyFixture({
     setup: 'drop view if exists atk_prep_v; create view atk_prep_v as select id, name from users',
     teardown: 'drop view if exists atk_prep_v',
     users: ['dba'],
-    config: single,
+    config: demoConfigSingle,
   });
   test('Bind of a rewritten prepared statement after CREATE OR REPLACE VIEW never returns the new column unmasked', async () => {
     const alice = await fx.raw('alice');
