@@ -32,6 +32,15 @@ export interface FencedSession {
   readonly busy: boolean;
   /** OIDs of the relations the statements sent and not yet answered name. */
   inFlightRelations(): ReadonlySet<number>;
+  /**
+   * Whether every statement in flight binds only system catalog relations, under a search path
+   * on which no other schema comes before the one each binds in (RelayCore.inFlightBindsOnlyCatalog).
+   * Such a statement binds the same relations after the commit (the committing transaction cannot
+   * put one of its own in front of them), so waiting on it reads only the new definitions, which
+   * the catalog shows any caller: it is not canceled for waiting (pgcli's completion refresher
+   * on its second connection during a migration). Absent: false.
+   */
+  inFlightBindsOnlyCatalog?(): boolean;
   /** Cancels the statement running upstream; its 57014 is then reported as the fence's ({@link FENCE_CANCEL_MESSAGE}). */
   cancelForFence(): void;
 }
@@ -233,7 +242,7 @@ function waitingOn(
   }
   const lockedSet = new Set(locked);
   return others.filter((s) => {
-    if (blocked.has(s.backendPid)) return true;
+    if (blocked.has(s.backendPid) && s.inFlightBindsOnlyCatalog?.() !== true) return true;
     if (lockedSet.size === 0) return false;
     for (const oid of s.inFlightRelations()) if (lockedSet.has(oid)) return true;
     return false;

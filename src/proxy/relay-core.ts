@@ -2,6 +2,7 @@
 import { decisionTime, statementRan, statementRefused } from '../ops/metrics.js';
 import type { Refusal } from '../policy/decision-types.js';
 import type { StatementAnalysis } from '../sql/analysis-types.js';
+import { CATALOG_SCHEMAS } from '../sql/catalog-allowlist.js';
 import { type ErrorFields, errorResponse } from '../wire/error-fields.js';
 import { type Frame, MessageFramer } from '../wire/framer.js';
 import { bind as encodeBind, query as encodeQuery } from '../wire/frontend-encode.js';
@@ -134,6 +135,39 @@ export abstract class RelayCore extends UpstreamWriteRelay {
       return false;
     });
     return out;
+  }
+
+  /**
+   * Whether every statement sent and not yet answered binds relations of pg_catalog or
+   * information_schema only, and none of those schemas has another schema before it on the
+   * session's search path (pg_catalog is searched first when the path does not name it; the
+   * temporary schema is this session's own). A statement with no plan counts as not. Then no
+   * relation the committing transaction of another session creates can take one of their names
+   * upstream (commit-fence.ts: such a statement waiting on it is not canceled).
+   */
+  inFlightBindsOnlyCatalog(): boolean {
+    const path = this.o.gateSession.paths.paths().searchPath;
+    const before = (schema: string): boolean => {
+      if (schema === 'pg_catalog' && !path.includes('pg_catalog')) return true;
+      for (const s of path) {
+        if (s === schema) return true;
+        if (s !== 'pg_temp' && !s.startsWith('pg_temp_') && !CATALOG_SCHEMAS.has(s)) return false;
+      }
+      return false;
+    };
+    const only = (p: StatementPlan | null): boolean =>
+      p !== null &&
+      ((p.rows ?? p.statement).bindings?.relations ?? []).every(
+        (b) => b.kind === 'relation' && CATALOG_SCHEMAS.has(b.schema) && before(b.schema),
+      );
+    let all = true;
+    this.expects.some((e) => {
+      if (e.t === 'query') all = e.plans.every(only);
+      else if (e.t === 'execute' || e.t === 'describe') all = only(e.plan);
+      else if (e.t === 'parse') all = only(e.entry.plan);
+      return !all;
+    });
+    return all;
   }
 
   /** Set by {@link ignoreClient}: the client's further messages are dropped unread. */

@@ -65,6 +65,7 @@ export function sessionRelay(w: SessionRelayWiring): Relay {
       return relay.busy;
     },
     inFlightRelations: () => relay.inFlightRelations(),
+    inFlightBindsOnlyCatalog: () => relay.inFlightBindsOnlyCatalog(),
     cancelForFence: () => {
       relay.fenceCanceled = true;
       void w.cancelUpstream();

@@ -159,3 +159,28 @@ suite('mask at read alone (analysis SEE checks off, roles: single)', 'atk_lockwa
   config: demoConfigSingle,
   after: ['*****', '*****', '*****'],
 });
+
+describe('a catalog read waiting on the committing transaction', () => {
+  const view = 'atk_lockwait_catalog_v';
+  const fx = useProxyFixture({
+    setup: `drop view if exists ${view}; create view ${view} as select id, name from users`,
+    teardown: `drop view if exists ${view}`,
+    users: ['alice', 'dba'],
+  });
+  test('is not canceled: it binds only pg_catalog and is answered after the COMMIT, as direct (pgcli refreshes its completions so during a migration)', async () => {
+    await fx.users.dba.query(
+      `begin; create or replace view ${view} as select id, name, 'v2'::text as version from public.users`,
+    );
+    // pg_relation_size opens the view (AccessShareLock): it waits for dba's transaction.
+    const size = fx.users.alice
+      .query<{ n: string }>(`select pg_catalog.pg_relation_size('${view}'::regclass) as n`)
+      .then(
+        (r) => r.rows[0]?.n,
+        (e: { code?: string }) => e.code,
+      );
+    await waitingOnLock(fx, view, 1);
+    await fx.users.dba.query('commit');
+    expect(await size).toBe('0');
+    // A read of the view itself waiting meanwhile is still canceled (the suites above).
+  });
+});
