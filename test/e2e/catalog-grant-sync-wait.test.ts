@@ -118,10 +118,30 @@ describe('a set login while the grant sync after DDL elsewhere runs', () => {
     const dba = await proxy.client('dba');
     const alice = await proxy.client('alice');
     await alice.query('select 1 from orgs limit 1');
+    // The rule needs a successful sync of alice's login on the catalog of before (a failed one,
+    // say on a lock another test file's role DDL held, makes every set login wait, as it must):
+    // sync in full until one succeeds, before the syncs are held.
+    const state = () =>
+      (proxy.server.managed as unknown as { dbs: Map<string, { failure?: string }> }).dbs.get('demo');
+    for (let i = 0; ; i++) {
+      await proxy.server.managed.syncInFull('demo');
+      if (state() && state()?.failure === undefined) break;
+      if (i >= 20) throw new Error(`the grant sync kept failing: ${state()?.failure}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
     const hold = await createWhileSyncHeld(dba, `CREATE TABLE ${t} (id int PRIMARY KEY, v text)`);
     try {
-      // The sync is held: a read that waited for it would not answer before the release below.
-      const orgs = await alice.query('SELECT id, name FROM orgs ORDER BY id LIMIT 1');
+      // The sync is held: a read that waited for it would not answer before the release below
+      // (bounded, so that a read that waits fails this test alone, never holding the syncs).
+      const orgs = await Promise.race([
+        alice.query('SELECT id, name FROM orgs ORDER BY id LIMIT 1'),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => {
+            hold.restore();
+            reject(new Error('the read of an untouched table waited for the held grant sync'));
+          }, 30_000),
+        ),
+      ]);
       expect(orgs.rows.length).toBe(1);
       // Joins and built-in functions of tables the DDL did not touch, the same.
       const joined = await alice.query(
