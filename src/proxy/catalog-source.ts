@@ -212,14 +212,16 @@ export class CatalogSource {
    * refresh fails, a statement that names nothing unknown is analyzed with it, as it was before
    * the refresh was asked for; a statement that does name the unknown object still waits for a
    * read (and is refused with 57P03/58000 when that fails). Starts a read in the background when
-   * the failure's backoff has run out.
+   * the failure's backoff has run out, also when it then returns undefined.
    */
   lastUnchanged(database: string): Catalog | undefined {
     const st = this.dbs.get(database);
-    if (!st?.current || st.loadedGen < st.changeGen) return undefined;
+    if (!st?.current) return undefined;
+    // The read is started whether or not a change is known: sessions that then read in-band
+    // never call get, and without this the shared catalog would stay failed while they can.
     if (st.dirty && !st.flight && Date.now() >= st.retryAt && !this.closed)
       this.load(database, st).catch(() => undefined);
-    return st.current;
+    return st.loadedGen < st.changeGen ? undefined : st.current;
   }
 
   /**
