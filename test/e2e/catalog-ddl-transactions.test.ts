@@ -38,11 +38,12 @@ async function sharedCatalogRecovered(c: pg.Client): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     expect((await c.query('SELECT name FROM orgs')).rows).toEqual([{ name: 'Acme' }]);
-    const last = lines.filter(
-      (l) => l.database === DB && (l.event === 'catalog-failed' || l.event === 'catalog-recovered'),
-    ).at(-1);
+    const last = lines
+      .filter((l) => l.database === DB && (l.event === 'catalog-failed' || l.event === 'catalog-recovered'))
+      .at(-1);
     if (last === undefined || last.event === 'catalog-recovered') return;
-    if (Date.now() > deadline) throw new Error('the shared catalog was not read again within 30 s of its last failure');
+    if (Date.now() > deadline)
+      throw new Error('the shared catalog was not read again within 30 s of its last failure');
     await new Promise((r) => setTimeout(r, 200));
   }
 }
