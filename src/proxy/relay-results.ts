@@ -19,7 +19,7 @@ const checkedRowDescriptions = new WeakMap<
 /**
  * Whether the statement commits a transaction (COMMIT, END, COMMIT AND CHAIN, COMMIT PREPARED):
  * its catalog changes are every session's from its CommandComplete on (relay-simple-query.ts
- * cuts a string after it; relay-extended-protocol.ts has it flushed at once).
+ * cuts a string after it; relay-extended-execute.ts has it flushed at once).
  */
 export function commits(plan: StatementPlan): boolean {
   return (

@@ -14,7 +14,7 @@ import {
 } from './error-redaction.js';
 import type { Expect, MapUndo } from './expected-replies.js';
 import { LARGE_MESSAGE_BYTES } from './memory-budget.js';
-import { ExtendedProtocolRelay } from './relay-extended-protocol.js';
+import { ExtendedExecuteRelay } from './relay-extended-execute.js';
 import type { StatementPlan } from './statement-plan.js';
 
 /**
@@ -22,7 +22,7 @@ import type { StatementPlan } from './statement-plan.js';
  * errors become ours, other errors are redacted where the caller does not see everything, and
  * unchanged neighbours leave as one write.
  */
-export abstract class UpstreamRepliesRelay extends ExtendedProtocolRelay {
+export abstract class UpstreamRepliesRelay extends ExtendedExecuteRelay {
   /**
    * What goes to the client for the upstream bytes being handled: finished runs, and the run being
    * extended (unchanged neighbours contiguous in one chunk, tracked by offsets: one view of the
