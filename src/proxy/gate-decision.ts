@@ -6,6 +6,7 @@ import type { AnalysisCache } from '../sql/analyze.js';
 import { sliceCodePoints } from './code-points.js';
 import { maskAtRead } from './gate-mask-at-read.js';
 import { type GateSession, pathsFor, type SqlPrepared } from './gate-session.js';
+import { mayChangeCatalog } from './gate-stages.js';
 import type { Decider, GateResult, StatementPlan } from './statement-plan.js';
 
 /**
@@ -38,7 +39,7 @@ function planOf(
     redact: d.redactErrors,
     origins: rows.resultColumns.length > 0 ? rows.resultColumns.map((c) => c.origin) : null,
     effects: statement.sessionEffects,
-    changesCatalog: statement.kind === 'MANAGE',
+    changesCatalog: mayChangeCatalog(statement) || (inner !== undefined && mayChangeCatalog(inner)),
     catalogVersion,
   };
 }
@@ -145,7 +146,8 @@ export async function cursorPlan(
   const decision = decide({ statements: [inner] }, session.roles, ctx);
   const d = decision.statements[0];
   if (decision.refusal || d?.verdict !== 'allow') return decision.refusal ?? missingDecision();
-  return { ...planOf(inner, d, catalog.version), effects: [], changesCatalog: false };
+  // A cursor's query runs at FETCH: the user code it calls runs then.
+  return { ...planOf(inner, d, catalog.version), effects: [], changesCatalog: mayChangeCatalog(inner) };
 }
 
 /**

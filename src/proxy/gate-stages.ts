@@ -21,6 +21,19 @@ export function controlsTransaction(st: StatementAnalysis): boolean {
 }
 
 /**
+ * Whether running `statement` may change the catalog, as PostgreSQL would let it: DDL and every
+ * other statement of kind MANAGE, and any statement that needs MANAGE for what it runs (a user
+ * function or procedure called in a SELECT, a FROM or a DML, a type whose input or cast runs user
+ * code): user code may run DDL by dynamic SQL (`EXECUTE 'create or replace view …'`), and a
+ * catalog left as it was would then decide later statements, of every session, under the old
+ * definitions. Such a statement is treated as DDL: the catalog is read again after it, and its
+ * COMMIT raises the commit fence. Pure.
+ */
+export function mayChangeCatalog(statement: StatementAnalysis): boolean {
+  return statement.kind === 'MANAGE' || statement.requirements.some((r) => r.action === 'MANAGE');
+}
+
+/**
  * Where a string is cut because an earlier statement of it may create what a later one names
  * (issue 15: `create temp table t(id int); insert into t values (1)`), or null: `at`, the index
  * of the first statement the gate cannot decide yet; `controls`, whether the string controls a
@@ -43,13 +56,13 @@ export function stageable(a: Analysis): { at: number; controls: boolean } | null
 
 /**
  * The index of the first statement of `a` that names a relation outside the system catalog after
- * a MANAGE statement of the same string (which may have created, altered or dropped it: `alter
+ * a statement of the same string that may change the catalog ({@link mayChangeCatalog}: it may have created, altered or dropped it: `alter
  * table t add column v int; select * from t` expands `*` with `v`), or null: its analysis under
  * the catalog of before the string would not be the one Postgres makes (issue 15: "analyze each
  * statement under the state the earlier ones leave").
  */
 function afterCatalogChange(a: Analysis): number | null {
-  const first = a.statements.findIndex((st) => st.kind === 'MANAGE' && st.nodeType !== 'TransactionStmt');
+  const first = a.statements.findIndex((st) => mayChangeCatalog(st) && st.nodeType !== 'TransactionStmt');
   if (first < 0) return null;
   const k = a.statements.findIndex(
     (st, i) =>

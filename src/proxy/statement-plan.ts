@@ -43,7 +43,7 @@ export interface StatementPlan {
   /** Predicted origins, one per result column, or null when the statement returns no rows we can predict. */
   readonly origins: readonly ColumnOrigin[] | null;
   readonly effects: readonly SessionEffect[];
-  /** DDL and other MANAGE statements: the catalog is read again once they complete. */
+  /** DDL, other MANAGE statements and those that need MANAGE for the user code they run (gate-decision.ts mayChangeCatalog): the catalog is read again once they complete. */
   readonly changesCatalog: boolean;
   /** The version of the catalog the statement was analyzed with. */
   readonly catalogVersion: number;
