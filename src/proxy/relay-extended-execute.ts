@@ -9,7 +9,7 @@ import { flush } from '../wire/frontend-encode.js';
 import { FENCE_CANCEL_SQLSTATE, FENCE_TIMEOUT_MESSAGE } from './commit-fence.js';
 import { type Expect, MapUndo, type PortalEntry, type PreparedEntry } from './expected-replies.js';
 import { ExtendedProtocolRelay } from './relay-extended-protocol.js';
-import { commits } from './relay-results.js';
+import { commits, PREPARED_DDL_REFUSAL, preparesTransaction } from './relay-results.js';
 
 /**
  * The extended query protocol's Execute, Sync and Close (protocol "Extended Query"): a portal runs
@@ -91,6 +91,10 @@ export abstract class ExtendedExecuteRelay extends ExtendedProtocolRelay {
    */
   private async fencedExecute(f: Frame, portal: PortalEntry): Promise<void> {
     if (!(await this.ddlAnswered())) return;
+    if (this.o.fence?.needed() && portal.plan && preparesTransaction(portal.plan)) {
+      this.refuseExtended(PREPARED_DDL_REFUSAL);
+      return;
+    }
     if (this.o.fence?.needed() && !(await this.o.fence.raise())) {
       this.refuseExtended({ sqlstate: FENCE_CANCEL_SQLSTATE, message: FENCE_TIMEOUT_MESSAGE });
       return;

@@ -29,6 +29,31 @@ export function commits(plan: StatementPlan): boolean {
 }
 
 /**
+ * Whether the statement is PREPARE TRANSACTION (two-phase commit): it ends the session's
+ * transaction without committing it; a COMMIT PREPARED, from any session, commits it later.
+ */
+export function preparesTransaction(plan: StatementPlan): boolean {
+  return (
+    plan.statement.nodeType === 'TransactionStmt' &&
+    plan.statement.requirements.some((r) => r.reason === 'PREPARE TRANSACTION')
+  );
+}
+
+/**
+ * The refusal of a PREPARE TRANSACTION of a transaction that changed the catalog (0A000
+ * feature_not_supported): its COMMIT PREPARED would publish the change with no commit fence (the
+ * committing session changed nothing itself, and the prepared transaction's locks belong to no
+ * session), so a statement decided under the old definitions and waiting on those locks would run
+ * under the new ones. The transaction stays open, failed: ROLLBACK it, then run it with COMMIT.
+ */
+export const PREPARED_DDL_REFUSAL = {
+  sqlstate: '0A000',
+  message:
+    'pgwarden cannot prepare a transaction that changed the catalog for two-phase commit: COMMIT PREPARED would publish its change without the commit fence',
+  hint: 'Roll it back and run the change in a transaction that ends with COMMIT.',
+} as const;
+
+/**
  * What the relay does with a statement's result, whichever protocol ran it: masks hidden columns,
  * refuses a RowDescription the analysis did not predict, and on CommandComplete records the
  * statement's effects (prepared statements, cursors, search_path) and audits it.

@@ -11,7 +11,7 @@ import { FENCE_CANCEL_SQLSTATE, FENCE_TIMEOUT_MESSAGE } from './commit-fence.js'
 import type { Expect } from './expected-replies.js';
 import { blockAfterHead, TRANSACTION_CONTROL } from './gate-stages.js';
 import { textToKeep } from './plan-audit.js';
-import { commits, ResultRelay } from './relay-results.js';
+import { commits, PREPARED_DDL_REFUSAL, preparesTransaction, ResultRelay } from './relay-results.js';
 import { gate } from './statement-gate.js';
 import type { GateResult, StatementPlan } from './statement-plan.js';
 
@@ -251,6 +251,10 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     q: { bytes: Buffer; start: number; end: number; sql: string; started: number; fenced?: boolean },
     result: GateResult & { ok: true },
   ): Promise<void> {
+    if (result.plans.some(preparesTransaction)) {
+      this.batchOpen = false;
+      return this.refuseSimple(PREPARED_DDL_REFUSAL);
+    }
     if (!(await this.o.fence?.raise())) return this.fenceRefused();
     return this.queryAllowed(q, result);
   }
