@@ -12,7 +12,7 @@ import { benchConnections, type ConnectionResults } from './connections.js';
 import { benchLarge } from './large.js';
 import { benchMcp, type McpResults, renderMcpMarkdown } from './mcp.js';
 import { type Endpoint, pgbench } from './pgbench.js';
-import { ask, type Child, cpuNs, spawnChild, waitForPort } from './procs.js';
+import { ask, type Child, cpuNs, cpuNsByThread, spawnChild, waitForPort } from './procs.js';
 import { type CacheRow, type LargeRow, type PgbenchRow, type Results, renderMarkdown } from './report.js';
 import {
   BENCH_DB,
@@ -108,13 +108,25 @@ function version(cmd: string, args: string[]): string {
   }
 }
 
+/** `--threads`: each pgbench run's proxy CPU per transaction by thread name, in the progress log. */
+const byThread = argv.includes('--threads');
 /** `--node-args "--trace-gc …"`: V8/Node flags for the pgwarden processes (their output lands in their logs; see --keep). */
 const extraNodeArgs = argv.includes('--node-args')
   ? (argv[argv.indexOf('--node-args') + 1] ?? '').split(' ')
   : [];
 
-function nodeArgs(profileDir: string | undefined, script: string[]): string[] {
-  return [...extraNodeArgs, ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...script];
+/** `--before-node-args "FLAGS"`: flags for the `--before` tree's process only (A/B of a flag: the same tree as `--before`). */
+const beforeNodeArgs = argv.includes('--before-node-args')
+  ? (argv[argv.indexOf('--before-node-args') + 1] ?? '').split(' ').filter(Boolean)
+  : [];
+
+function nodeArgs(profileDir: string | undefined, script: string[], extra: readonly string[] = []): string[] {
+  return [
+    ...extraNodeArgs,
+    ...extra,
+    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+    ...script,
+  ];
 }
 
 /** The analysis cache's counters and the gate memos' hits (memoHits: served before any cache lookup, no parse). */
@@ -245,7 +257,11 @@ async function main(): Promise<void> {
       const config = writePgwardenConfig(workDir, db, port, 'pgwarden-before');
       const child = spawnChild(
         process.execPath,
-        nodeArgs(profileDir, ['--import', 'tsx', path.join(tree, 'bench', 'proxy-process.ts'), config]),
+        nodeArgs(
+          profileDir,
+          ['--import', 'tsx', path.join(tree, 'bench', 'proxy-process.ts'), config],
+          beforeNodeArgs,
+        ),
         { logFile: path.join(workDir, 'pgwarden-before.log'), ipc: true, cwd: tree },
       );
       children.push(child);
@@ -305,6 +321,7 @@ async function main(): Promise<void> {
           for (const t of order) {
             const before = t.pgwarden && t.child ? await statsOf(t.child) : undefined;
             const cpu0 = t.child ? cpuNs(t.child.pid) : 0;
+            const threads0 = t.child && byThread ? cpuNsByThread(t.child.pid) : undefined;
             const r = await pgbench({
               bin: pgbenchBin,
               endpoint: t.endpoint,
@@ -315,6 +332,15 @@ async function main(): Promise<void> {
               logDir,
             });
             const cpu = t.child ? (cpuNs(t.child.pid) - cpu0) / 1000 / r.transactions : Number.NaN;
+            if (threads0 && t.child) {
+              const parts = [...cpuNsByThread(t.child.pid)].map(
+                ([name, ns]) =>
+                  `${name} ${((ns - (threads0.get(name) ?? 0)) / 1000 / r.transactions).toFixed(1)}`,
+              );
+              log(
+                `-c ${level.clients} ${mode} ${t.name}: ${cpu.toFixed(1)} µs/txn; by thread: ${parts.join(', ')}`,
+              );
+            }
             if (before && t.child) {
               const after = await statsOf(t.child);
               cacheByMode.set(mode, addStats(cacheByMode.get(mode) ?? ZERO, diffStats(before, after)));

@@ -12,6 +12,8 @@ export interface LogFileOptions {
   readonly keep: number;
   /** Bytes buffered before a write (pino.destination's minLength; 0 writes every line at once). */
   readonly minLength?: number;
+  /** Most bytes SonicBoom writes at once (pino.destination's maxWrite; default 16 KiB). */
+  readonly maxWrite?: number;
 }
 
 /** A log file's destination (a pino `DestinationStream`), and what the process does with it. */
@@ -80,6 +82,7 @@ export function openLogFile(opts: LogFileOptions, onError: (e: Error) => void = 
     dest: opts.file,
     sync: true,
     minLength: opts.minLength ?? 0,
+    ...(opts.maxWrite !== undefined ? { maxWrite: opts.maxWrite } : {}),
     mkdir: true,
   });
   // SonicBoom reads `sync` at every write and reopen: from here on, asynchronous; pino flushes on

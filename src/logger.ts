@@ -44,8 +44,20 @@ export function makeFileLogger(file: LogFileOptions, level?: string): { logger: 
 }
 
 /**
+ * Code units of audit lines gathered before they are handed to their destination, and bytes its
+ * SonicBoom writes at most at once (issue 18): every write of an asynchronous destination is a job
+ * of libuv's thread pool (a futex wake-up of a worker, the write, a wake-up back). At 8 KiB
+ * (about 25 pgbench statements a write) those jobs were what pgwarden's threads other than the
+ * main one spent, 4–10 µs per transaction against the bare pipe's ~1; lines still wait at most
+ * `flushMs` and are flushed at exit.
+ */
+export const AUDIT_BATCH_UNITS = 64 * 1024;
+const AUDIT_MAX_WRITE = 2 * AUDIT_BATCH_UNITS;
+
+/**
  * The audit logger: one JSON line per statement, to `file` (appended; reopened on SIGHUP and
- * rotated by size as log-file.ts does) or stderr, written in batches of at least 8 KiB or every
+ * rotated by size as log-file.ts does) or stderr, written in batches of at least 64 KiB
+ * ({@link AUDIT_BATCH_UNITS}) or every
  * `flushMs` (default 500 ms) so that a busy proxy does not pay one write per statement, and
  * gathered in a LineBatch (log-batch.ts) so that it does not pay SonicBoom's work per line. With
  * `pretty` (a person watching: `--pretty`, `pgwarden demo`), audit lines go to stderr
@@ -62,11 +74,14 @@ export function makeAuditLogger(
     return { logger, reopen: () => {}, close: () => logger.flush() };
   }
   const opened = file
-    ? openLogFile({ ...file, minLength: 8192 }, (e) =>
+    ? openLogFile({ ...file, minLength: 8192, maxWrite: AUDIT_MAX_WRITE }, (e) =>
         process.stderr.write(`pgwarden: cannot rotate ${file.file}: ${e.message}\n`),
       )
     : undefined;
-  const dest = new LineBatch(opened?.dest ?? pino.destination({ dest: 2, sync: false, minLength: 8192 }));
+  const dest = new LineBatch(
+    opened?.dest ?? pino.destination({ dest: 2, sync: false, minLength: 8192, maxWrite: AUDIT_MAX_WRITE }),
+    AUDIT_BATCH_UNITS,
+  );
   const timer = setInterval(() => dest.flush(), opts.flushMs ?? 500);
   timer.unref();
   const logger =
