@@ -62,6 +62,13 @@ export type Expect =
        * here instead of to the client, unless this returns true.
        */
       readonly held?: (status: 'I' | 'T' | 'E') => boolean;
+      /**
+       * pgwarden's own COMMIT or ROLLBACK goes first in the same Query (relay-string-control.ts):
+       * its CommandComplete is dropped, and this is cleared.
+       */
+      own?: boolean;
+      /** The BEGIN this Query sends is a string's own inside pgwarden's block: its 25001 warning is dropped. */
+      readonly quietBegin?: boolean;
     }
   /** pgwarden's closing statement of a staged string: only its error and ReadyForQuery reach the client. */
   | { readonly t: 'finish' }

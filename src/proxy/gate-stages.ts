@@ -102,3 +102,24 @@ export function blockAfterHead(
   if (open) return 'open';
   return endedAt === head.length - 1 ? 'ended' : null;
 }
+
+/**
+ * How pgwarden runs transaction-control statement `st` of a string at a point where Postgres would
+ * be in the string's implicit transaction block while pgwarden holds a block of its own open in
+ * its place (relay-string-control.ts): 'begin', sent inside that block (Postgres turns its implicit
+ * block into the client's; the 25001 warning pgwarden's block draws is dropped); 'commit', sent
+ * after pgwarden's own COMMIT in one Query (plain COMMIT: Postgres commits, warning 25P01); 'rollback',
+ * after pgwarden's own ROLLBACK (ROLLBACK warns 25P01; SAVEPOINT, RELEASE, ROLLBACK TO and AND
+ * CHAIN fail 25P01 and Postgres rolls the whole back); 'refuse', two-phase commit. A statement sent
+ * after pgwarden's COMMIT or ROLLBACK in the same Query runs in Postgres's implicit block of that
+ * Query, so its warning or error is Postgres's own, word for word. Source: xact.c
+ * (BeginTransactionBlock, EndTransactionBlock, UserAbortTransactionBlock, DefineSavepoint in
+ * TBLOCK_IMPLICIT_INPROGRESS), checked against PostgreSQL 15.
+ */
+export function implicitControl(st: StatementAnalysis): 'begin' | 'commit' | 'rollback' | 'refuse' {
+  if (st.kind === 'MANAGE') return 'refuse';
+  const kinds = st.sessionEffects.map((e) => e.kind).join(' ');
+  if (kinds === 'begin') return 'begin';
+  if (kinds === 'commit') return 'commit';
+  return 'rollback';
+}

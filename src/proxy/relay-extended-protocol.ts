@@ -11,7 +11,8 @@ import { MapUndo, type PortalEntry, type PreparedEntry } from './expected-replie
 import { cursorPlan } from './gate-decision.js';
 import { textToKeep } from './plan-audit.js';
 import { PROBE_STATEMENT } from './relay-core.js';
-import { LONG_TEXT, SimpleQueryRelay } from './relay-simple-query.js';
+import { LONG_TEXT } from './relay-simple-query.js';
+import { StringControlRelay } from './relay-string-control.js';
 import type { GateResult, StatementPlan } from './statement-plan.js';
 
 /** The portal entry of each prepared statement's Binds (immutable, so its Binds share one). */
@@ -39,7 +40,7 @@ function unknownTypeOid(catalog: Catalog, oids: readonly number[]): number | und
  * again at Bind when the search_path or catalog changed; portals and SQL cursors share one
  * namespace; what the upstream skips after an error is put back.
  */
-export abstract class ExtendedProtocolRelay extends SimpleQueryRelay {
+export abstract class ExtendedProtocolRelay extends StringControlRelay {
   /** The last rewritten Parse message made, and what it was made of (see rewrittenParse). */
   private lastRewrittenParse:
     | { sent: RewrittenSql; name: string; paramTypes: readonly number[]; bytes: Buffer }

@@ -9,7 +9,7 @@ import { query as encodeQuery } from '../wire/frontend-encode.js';
 import { blankCodePoints, sliceCodePoints } from './code-points.js';
 import { FENCE_CANCEL_SQLSTATE, FENCE_TIMEOUT_MESSAGE } from './commit-fence.js';
 import type { Expect } from './expected-replies.js';
-import { blockAfterHead, TRANSACTION_CONTROL } from './gate-stages.js';
+import { TRANSACTION_CONTROL } from './gate-stages.js';
 import { textToKeep } from './plan-audit.js';
 import { commits, PREPARED_DDL_REFUSAL, preparesTransaction, ResultRelay } from './relay-results.js';
 import { gate } from './statement-gate.js';
@@ -72,6 +72,9 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     }
     if (result.rest !== undefined && result.head !== undefined) {
       const sent = result.sent?.text ?? result.head;
+      // The string controls its transaction itself: run as Postgres's blocks run it (relay-string-control.ts);
+      // in a failed block Postgres runs its ROLLBACK, and answers 25P02 to anything else.
+      if (result.controls && !this.extendedOpen) return this.controlled(sql, result, started);
       // In a failed transaction Postgres runs nothing of the string (25P02): neither do stages.
       if (this.status === 'E' || this.extendedOpen) {
         this.batchOpen = false;
@@ -84,18 +87,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
         );
         return undefined;
       }
-      if (!result.controls) return this.staged(result.plans, result.head, sent, result.rest, started);
-      // The string controls transactions itself: its stages run only as the client's own block.
-      const block = blockAfterHead(
-        result.plans.map((p) => p.statement),
-        this.status === 'T',
-      );
-      if (block === null) {
-        this.batchOpen = false;
-        this.refuseSimple(result.refusal ?? { sqlstate: '0A000', message: NOT_IN_EXTENDED });
-        return undefined;
-      }
-      return this.headThenRest(result.plans, result.head, sent, result.rest, started);
+      return this.staged(result.plans, result.head, sent, result.rest, started);
     }
     const cut = publishingCut(result.plans, this.status);
     if (cut !== undefined && !this.extendedOpen && this.status !== 'E')
@@ -200,7 +192,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
    * decides `rest` (the string with the head blanked) with the catalog of after it and runs that
    * as any Query: in the transaction block the head left open, or as a string of its own after the
    * head's last statement ended the transaction (inParts, and a string that controls transactions
-   * run in stages: blockAfterHead). As Postgres does, nothing after a statement that failed is
+   * run in stages before relay-string-control.ts). As Postgres does, nothing after a statement that failed is
    * run; the client sees one ReadyForQuery.
    */
   private async headThenRest(
@@ -260,7 +252,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
   }
 
   /** The commit fence could not clear the way for a COMMIT: the transaction is rolled back, the COMMIT answered 40001. */
-  private async fenceRefused(): Promise<void> {
+  protected async fenceRefused(): Promise<void> {
     this.batchOpen = false;
     await this.internal('ROLLBACK');
     this.o.gateSession.paths.completed([{ kind: 'rollback' }]);
@@ -271,7 +263,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
    * Sends one stage; resolves true when it ran through (its ReadyForQuery held back), false after
    * an error (inside the client's block its ReadyForQuery `E` goes on to the client).
    */
-  private runStage(
+  protected runStage(
     plans: readonly StatementPlan[],
     sql: string,
     sent: string,
@@ -296,7 +288,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
     });
   }
 
-  private async gateRest(text: string): Promise<GateResult> {
+  protected async gateRest(text: string): Promise<GateResult> {
     try {
       const r = await gate(text, this.o.gateSession, this.o.cache, this.o.decide);
       const kept = r.ok ? this.keepRefusal(r.plans) : undefined;
@@ -307,7 +299,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
   }
 
   /** A statement of the string failed upstream (its error already went to the client): end as Postgres does. */
-  private endFailed(inTx: boolean): void {
+  protected endFailed(inTx: boolean): void {
     this.batchOpen = false;
     if (inTx) return;
     this.finish('ROLLBACK');
@@ -315,7 +307,7 @@ export abstract class SimpleQueryRelay extends ResultRelay {
   }
 
   /** A later statement is refused: undo what the string did, then answer as any refusal. */
-  private async rollBackRefused(inTx: boolean, r: Refusal): Promise<void> {
+  protected async rollBackRefused(inTx: boolean, r: Refusal): Promise<void> {
     this.batchOpen = false;
     const paths = this.o.gateSession.paths;
     if (inTx) {
@@ -336,10 +328,20 @@ export abstract class SimpleQueryRelay extends ResultRelay {
    * CommandComplete is dropped, an error (a deferred constraint failing at COMMIT) and its
    * ReadyForQuery go to the client.
    */
-  private finish(sql: string): void {
+  protected finish(sql: string): void {
     this.expects.push({ t: 'finish' });
     this.send(encodeQuery(sql));
   }
+
+  /**
+   * Runs a string that controls its transaction (`sql`, decided up to its first stage: `first`)
+   * statement by statement as Postgres's implicit transaction block would (relay-string-control.ts).
+   */
+  protected abstract controlled(
+    sql: string,
+    first: GateResult & { ok: true },
+    started: number,
+  ): Promise<void>;
 
   protected queryReply(head: Expect & { t: 'query' }, f: Frame): Buffer | null {
     const plan = head.plans[head.index] ?? null;
@@ -349,6 +351,10 @@ export abstract class SimpleQueryRelay extends ResultRelay {
       case BackendCode.DataRow:
         return this.dataRow(plan, f);
       case BackendCode.CommandComplete:
+        if (head.own) {
+          head.own = false;
+          return null;
+        }
         this.completed(plan, head.sql, head.started, decodeCommandComplete(f.payload), head.sent);
         head.index++;
         return f.bytes;

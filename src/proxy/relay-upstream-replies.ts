@@ -139,7 +139,8 @@ export abstract class UpstreamRepliesRelay extends ExtendedExecuteRelay {
     if (this.internalReply(f)) return null;
     switch (f.code) {
       case BackendCode.NoticeResponse:
-        return this.discarding ? null : this.notice(f);
+        if (this.discarding || this.quietNotice(f)) return null;
+        return this.notice(f);
       case BackendCode.NotificationResponse:
         return this.discarding ? null : f.bytes;
       case BackendCode.ParameterStatus:
@@ -287,6 +288,17 @@ export abstract class UpstreamRepliesRelay extends ExtendedExecuteRelay {
   protected seesEverything(): boolean {
     const g = this.o.gateSession;
     return seesEverything(g.config, g.roles, g.database);
+  }
+
+  /**
+   * Whether `f` is the 25001 warning ("there is already a transaction in progress") of a string's
+   * own BEGIN that pgwarden sends inside the block it opened for the string in place of
+   * Postgres's implicit one, where Postgres gives none (relay-string-control.ts).
+   */
+  private quietNotice(f: Frame): boolean {
+    const head = this.expects.first;
+    if (head?.t !== 'query' || !head.quietBegin) return false;
+    return decodeErrorResponse(f.payload).code === '25001';
   }
 
   /**

@@ -765,6 +765,75 @@ begin
 create table mig_d(id int); insert into mig_d values (4); commit; select * from mig_d; drop table mig_d
 -- @case modes=simple
 drop table mig_a, mig_e; select count(*) from pg_class where relname like 'mig\_%'
+-- ─────────────── a string that uses what it creates and controls its transaction in another shape (Postgres's implicit block) ───────────────
+-- @case modes=simple
+create table sc_a(a int); savepoint s; insert into sc_a values (1)
+-- @case modes=simple
+select count(*) from pg_class where relname = 'sc_a'
+-- @case modes=simple
+create table sc_b(a int); insert into sc_b values (1); commit
+-- @case modes=simple
+select * from sc_b
+-- @case modes=simple
+create table sc_c(a int); insert into sc_c values (1); rollback; select count(*) from pg_class where relname = 'sc_c'
+-- @case modes=simple
+create table sc_d(a int); insert into sc_d values (1); begin; insert into sc_d values (2); select * from sc_d
+-- @case modes=simple
+select * from sc_d
+-- @case modes=simple
+rollback
+-- @case modes=simple
+select count(*) from pg_class where relname = 'sc_d'
+-- @case modes=simple
+create table sc_e(a int); insert into sc_e values (1); commit; begin; insert into sc_e values (2); rollback; select * from sc_e
+-- @case modes=simple
+create table sc_f(a int); insert into sc_f values (1); commit; insert into sc_f values ('x'); select 'never'
+-- @case modes=simple
+select * from sc_f
+-- @case modes=simple
+create table sc_g(a int); insert into sc_g values ('x'); commit
+-- @case modes=simple
+select count(*) from pg_class where relname = 'sc_g'
+-- @case modes=simple
+create table sc_h(a int); insert into sc_h values (1); commit and chain
+-- @case modes=simple
+create table sc_i(a int); insert into sc_i values (1); savepoint s
+-- @case modes=simple
+create table sc_j(a int); insert into sc_j values (1); release s
+-- @case modes=simple
+create table sc_k(a int); insert into sc_k values (1); rollback to s
+-- @case modes=simple
+select count(*) from pg_class where relname in ('sc_a', 'sc_h', 'sc_i', 'sc_j', 'sc_k')
+-- @case modes=simple
+create table sc_l(a int); insert into sc_l values (1); commit; begin; insert into sc_l values (2)
+-- @case modes=simple
+commit
+-- @case modes=simple
+select * from sc_l
+-- @case modes=simple
+begin
+-- @case modes=simple
+create table sc_m(a int); commit; create table sc_n(a int); insert into sc_n values (1); select * from sc_n
+-- @case modes=simple
+select count(*) from pg_class where relname in ('sc_m', 'sc_n')
+-- @case modes=simple
+begin
+-- @case modes=simple
+create table sc_o(a int); insert into sc_o values (1); rollback; create table sc_p(a int); insert into sc_p values (2); select * from sc_p
+-- @case modes=simple
+select count(*) from pg_class where relname in ('sc_o', 'sc_p')
+-- @case modes=simple
+begin
+-- @case modes=simple
+create table sc_q(a int); savepoint s1; insert into sc_q values (1); rollback to s1; insert into sc_q values (2); release s1; select * from sc_q
+-- @case modes=simple
+commit
+-- @case modes=simple
+select * from sc_q
+-- @case modes=simple
+create table sc_r(a int); insert into sc_r values (1); commit; select * from sc_r; commit; begin; insert into sc_r values (2); commit; select * from sc_r
+-- @case modes=simple
+drop table sc_b, sc_e, sc_f, sc_l, sc_m, sc_n, sc_p, sc_q, sc_r
 -- @case
 reset all
 -- @case
