@@ -30,8 +30,19 @@ export function controlsTransaction(st: StatementAnalysis): boolean {
  * COMMIT raises the commit fence. Pure.
  */
 export function mayChangeCatalog(statement: StatementAnalysis): boolean {
-  return statement.kind === 'MANAGE' || statement.requirements.some((r) => r.action === 'MANAGE');
+  return (
+    statement.kind === 'MANAGE' ||
+    statement.requirements.some((r) => r.action === 'MANAGE' && !BUILT_IN_FUNCTION.test(r.reason))
+  );
 }
+
+/**
+ * The MANAGE reason of a pg_catalog function (function-allowlist.ts checkFunction): only a
+ * superuser can create functions in pg_catalog, and its built-in ones (pg_sleep, lo_*, pg_notify,
+ * …) run no user code and change no relation, column, view or grant, so a statement that needs
+ * MANAGE only for them does not change what the analysis reads.
+ */
+const BUILT_IN_FUNCTION = /^function pg_catalog\.[a-z0-9_]+$/;
 
 /**
  * Where a string is cut because an earlier statement of it may create what a later one names
